@@ -1,0 +1,191 @@
+// The C ABI: every entry point converts exceptions into a gpuos_status and a per-thread message.
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "driver.hpp"
+#include "error.hpp"
+#include "gpuos/gpuos.h"
+#include "runtime.hpp"
+
+struct gpuos_runtime {
+  gpuos::detail::Runtime impl;
+  explicit gpuos_runtime(const gpuos_options& o) : impl(o) {}
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+gpuos_status set_error(gpuos_status s, std::string msg) {
+  t_last_error = std::move(msg);
+  return s;
+}
+
+/// Runs f, mapping every exception to a status. f returns a gpuos_status.
+template <class F>
+gpuos_status guarded(F&& f) noexcept {
+  try {
+    t_last_error.clear();
+    return f();
+  } catch (const gpuos::detail::Failure& e) {
+    return set_error(e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return set_error(GPUOS_ERR_OUT_OF_MEMORY, "host out of memory");
+  } catch (const std::exception& e) {
+    return set_error(GPUOS_ERR_INTERNAL, e.what());
+  } catch (...) {
+    return set_error(GPUOS_ERR_INTERNAL, "unknown exception");
+  }
+}
+
+#define GPUOS_REQUIRE(cond, msg) \
+  if (!(cond)) return set_error(GPUOS_ERR_INVALID_ARG, msg)
+
+}  // namespace
+
+extern "C" {
+
+const char* gpuos_status_name(gpuos_status s) {
+  switch (s) {
+    case GPUOS_OK: return "GPUOS_OK";
+    case GPUOS_ERR_INVALID_ARG: return "GPUOS_ERR_INVALID_ARG";
+    case GPUOS_ERR_QUEUE_FULL: return "GPUOS_ERR_QUEUE_FULL";
+    case GPUOS_ERR_TIMEOUT: return "GPUOS_ERR_TIMEOUT";
+    case GPUOS_ERR_UNAVAILABLE: return "GPUOS_ERR_UNAVAILABLE";
+    case GPUOS_ERR_NO_DEVICE: return "GPUOS_ERR_NO_DEVICE";
+    case GPUOS_ERR_DRIVER: return "GPUOS_ERR_DRIVER";
+    case GPUOS_ERR_DEVICE_FAULT: return "GPUOS_ERR_DEVICE_FAULT";
+    case GPUOS_ERR_TASK_FAILED: return "GPUOS_ERR_TASK_FAILED";
+    case GPUOS_ERR_OUT_OF_MEMORY: return "GPUOS_ERR_OUT_OF_MEMORY";
+    case GPUOS_ERR_UNSUPPORTED: return "GPUOS_ERR_UNSUPPORTED";
+    case GPUOS_ERR_INTERNAL: return "GPUOS_ERR_INTERNAL";
+  }
+  return "GPUOS_ERR_UNKNOWN";
+}
+
+const char* gpuos_last_error(void) { return t_last_error.c_str(); }
+
+void gpuos_options_init(gpuos_options* o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof(*o));
+  o->struct_size = sizeof(gpuos_options);
+  o->device = 0;
+  o->sm_budget = 0;
+  o->queue_capacity = 65536;
+  o->blocks_per_sm = 0;
+}
+
+gpuos_status gpuos_create(const gpuos_options* opts, gpuos_runtime** out) {
+  GPUOS_REQUIRE(out, "out is NULL");
+  *out = nullptr;
+  return guarded([&] {
+    gpuos_options o;
+    gpuos_options_init(&o);
+    if (opts) o = *opts;
+    *out = new gpuos_runtime(o);
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_destroy(gpuos_runtime* rt) {
+  delete rt;  // the destructor drains and never throws
+  return GPUOS_OK;
+}
+
+gpuos_status gpuos_shutdown(gpuos_runtime* rt) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return guarded([&] {
+    rt->impl.close();
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_submit(gpuos_runtime* rt, const gpuos_task* task, uint64_t* ticket) {
+  GPUOS_REQUIRE(rt && ticket, "rt or ticket is NULL");
+  return guarded([&] {
+    rt->impl.submit(task, 1, true, *ticket);
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_try_submit(gpuos_runtime* rt, const gpuos_task* task, uint64_t* ticket) {
+  GPUOS_REQUIRE(rt && ticket, "rt or ticket is NULL");
+  return guarded([&] {
+    return rt->impl.submit(task, 1, false, *ticket) ? GPUOS_OK
+                                                     : set_error(GPUOS_ERR_QUEUE_FULL, "the queue is full");
+  });
+}
+
+gpuos_status gpuos_submit_batch(gpuos_runtime* rt, const gpuos_task* tasks, size_t n, uint64_t* first) {
+  GPUOS_REQUIRE(rt && first, "rt or first_ticket is NULL");
+  return guarded([&] {
+    rt->impl.submit(tasks, n, true, *first);
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_wait(gpuos_runtime* rt, uint64_t ticket, int64_t timeout_ns) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return guarded([&] {
+    std::string why;
+    const gpuos_status s = rt->impl.wait(ticket, timeout_ns, why);
+    if (s == GPUOS_ERR_TIMEOUT) return set_error(s, "task " + std::to_string(ticket) + " is still pending");
+    return s == GPUOS_OK ? s : set_error(s, why);
+  });
+}
+
+gpuos_status gpuos_drain(gpuos_runtime* rt, int64_t timeout_ns) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return guarded([&] {
+    std::string why;
+    const gpuos_status s = rt->impl.drain(timeout_ns, why);
+    if (s == GPUOS_ERR_TIMEOUT) return set_error(s, "tasks are still pending");
+    return s == GPUOS_OK ? s : set_error(s, why);
+  });
+}
+
+gpuos_status gpuos_get_stats(gpuos_runtime* rt, gpuos_stats* out) {
+  GPUOS_REQUIRE(rt && out, "rt or out is NULL");
+  return guarded([&] {
+    *out = rt->impl.stats();
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_suspend(gpuos_runtime* rt) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return guarded([&] {
+    rt->impl.suspend();
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_resume(gpuos_runtime* rt) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return guarded([&] {
+    rt->impl.resume();
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_query_device(const gpuos_options* opts, gpuos_device_info* out) {
+  GPUOS_REQUIRE(out, "out is NULL");
+  return guarded([&] {
+    gpuos_options o;
+    gpuos_options_init(&o);
+    if (opts) o = *opts;
+    *out = gpuos::detail::describe_device(o);
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_get_device_info(gpuos_runtime* rt, gpuos_device_info* out) {
+  GPUOS_REQUIRE(rt && out, "rt or out is NULL");
+  *out = rt->impl.device_info();
+  return GPUOS_OK;
+}
+
+const char* gpuos_build_info(void) { return "gpuos " GPUOS_BUILD_INFO; }
+
+}  // extern "C"

@@ -1,0 +1,85 @@
+#include "driver.hpp"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "error.hpp"
+
+namespace gpuos::detail {
+namespace {
+
+Driver g_driver;
+std::atomic<bool> g_loaded{false};
+std::mutex g_mutex;
+std::string g_error;  // sticky load error, reported again on every later attempt
+gpuos_status g_error_status = GPUOS_OK;
+
+using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+
+void load_locked() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    g_error_status = GPUOS_ERR_NO_DEVICE;
+    g_error = std::string("no CUDA driver: cannot load libcuda.so.1 (") + dlerror() + ")";
+    return;
+  }
+  auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+  if (!get_proc) {
+    g_error_status = GPUOS_ERR_DRIVER;
+    g_error = "the CUDA driver is too old: libcuda.so.1 has no cuGetProcAddress_v2 (CUDA 12 or newer needed)";
+    return;
+  }
+  Driver d;
+  std::string missing;
+#define GPUOS_DRIVER_RESOLVE(name)                                                                 \
+  {                                                                                              \
+    void* p = nullptr;                                                                           \
+    CUdriverProcAddressQueryResult q{};                                                          \
+    if (get_proc(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !p) \
+      missing += std::string(missing.empty() ? "" : ", ") + #name;                               \
+    else                                                                                         \
+      d.name = reinterpret_cast<decltype(d.name)>(p);                                            \
+  }
+  GPUOS_DRIVER_FUNCTIONS(GPUOS_DRIVER_RESOLVE)
+#undef GPUOS_DRIVER_RESOLVE
+  if (d.cuDriverGetVersion) d.cuDriverGetVersion(&d.version);
+  if (!missing.empty() || d.version < CUDA_VERSION) {
+    g_error_status = GPUOS_ERR_DRIVER;
+    g_error = "the CUDA driver supports CUDA " + std::to_string(d.version / 1000) + "." +
+              std::to_string(d.version % 1000 / 10) + "; gpuos was built with CUDA " +
+              std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10) +
+              " and needs a driver at least that new" +
+              (missing.empty() ? std::string() : " (missing entry points: " + missing + ")");
+    return;
+  }
+  CUresult r = d.cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    d.cuGetErrorName(r, &name);
+    g_error_status = r == CUDA_ERROR_NO_DEVICE ? GPUOS_ERR_NO_DEVICE : GPUOS_ERR_DRIVER;
+    g_error = std::string("cuInit(0) failed: ") + (name ? name : "unknown error") +
+              (r == CUDA_ERROR_NO_DEVICE ? " (no CUDA-capable device is visible)" : "");
+    return;
+  }
+  g_driver = d;
+  g_loaded.store(true, std::memory_order_release);
+}
+
+}  // namespace
+
+const Driver& load_driver() {
+  if (g_loaded.load(std::memory_order_acquire)) return g_driver;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_loaded.load(std::memory_order_relaxed) && g_error.empty()) load_locked();
+  if (!g_loaded.load(std::memory_order_relaxed)) fail(g_error_status, g_error);
+  return g_driver;
+}
+
+bool driver_loaded() noexcept { return g_loaded.load(std::memory_order_acquire); }
+
+const Driver& drv() noexcept { return g_driver; }
+
+}  // namespace gpuos::detail

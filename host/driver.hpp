@@ -1,0 +1,83 @@
+// The CUDA driver API, loaded at run time.
+//
+// libgpuos does not link libcuda: a machine without a driver must still load the library (and the
+// `gpuos` binary) and get a clear GPUOS_ERR_NO_DEVICE. load_driver() dlopens libcuda.so.1 once and
+// resolves every entry point below through cuGetProcAddress for the CUDA version the library was built
+// with, so each name binds to the ABI version cuda.h declares.
+// Contract: load_driver() is thread-safe, idempotent, and throws Failure(GPUOS_ERR_NO_DEVICE) when the
+// library or an entry point is missing, Failure(GPUOS_ERR_DRIVER) when the driver is older than the
+// toolkit gpuos was built with. drv() requires a successful load_driver().
+#pragma once
+
+#include <cuda.h>
+
+#define GPUOS_DRIVER_FUNCTIONS(X)               \
+  X(cuInit)                                     \
+  X(cuDriverGetVersion)                         \
+  X(cuGetErrorName)                             \
+  X(cuGetErrorString)                           \
+  X(cuDeviceGet)                                \
+  X(cuDeviceGetCount)                           \
+  X(cuDeviceGetName)                            \
+  X(cuDeviceGetAttribute)                       \
+  X(cuDeviceTotalMem)                           \
+  X(cuDevicePrimaryCtxRetain)                   \
+  X(cuDevicePrimaryCtxRelease)                  \
+  X(cuDevicePrimaryCtxReset)                    \
+  X(cuCtxSetCurrent)                            \
+  X(cuCtxGetCurrent)                            \
+  X(cuModuleLoadData)                           \
+  X(cuModuleUnload)                             \
+  X(cuModuleGetFunction)                        \
+  X(cuModuleGetGlobal)                          \
+  X(cuFuncGetAttribute)                         \
+  X(cuFuncSetAttribute)                         \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuLaunchKernel)                             \
+  X(cuLaunchKernelEx)                           \
+  X(cuLaunchCooperativeKernel)                  \
+  X(cuStreamCreate)                             \
+  X(cuStreamDestroy)                            \
+  X(cuStreamQuery)                              \
+  X(cuStreamSynchronize)                        \
+  X(cuEventCreate)                              \
+  X(cuEventDestroy)                             \
+  X(cuEventRecord)                              \
+  X(cuEventQuery)                               \
+  X(cuEventSynchronize)                         \
+  X(cuEventElapsedTime)                         \
+  X(cuMemAlloc)                                 \
+  X(cuMemFree)                                  \
+  X(cuMemHostAlloc)                             \
+  X(cuMemFreeHost)                              \
+  X(cuMemHostGetDevicePointer)                  \
+  X(cuMemcpyHtoD)                               \
+  X(cuMemcpyDtoH)                               \
+  X(cuMemcpyHtoDAsync)                          \
+  X(cuMemcpyDtoHAsync)                          \
+  X(cuMemsetD8Async)                            \
+  X(cuMemsetD32Async)                           \
+  X(cuGraphCreate)                              \
+  X(cuGraphAddKernelNode)                       \
+  X(cuGraphInstantiate)                         \
+  X(cuGraphLaunch)                              \
+  X(cuGraphExecDestroy)                         \
+  X(cuGraphDestroy)
+
+namespace gpuos::detail {
+
+struct Driver {
+#define GPUOS_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
+  GPUOS_DRIVER_FUNCTIONS(GPUOS_DRIVER_MEMBER)
+#undef GPUOS_DRIVER_MEMBER
+  int version = 0;  ///< cuDriverGetVersion
+};
+
+/// Loads the driver (once) and calls cuInit(0). Throws Failure on error.
+const Driver& load_driver();
+/// True once load_driver() has succeeded.
+bool driver_loaded() noexcept;
+/// The loaded driver. Precondition: load_driver() succeeded.
+const Driver& drv() noexcept;
+
+}  // namespace gpuos::detail

@@ -1,0 +1,489 @@
+#include "runtime.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "driver.hpp"
+#include "error.hpp"
+
+extern "C" {
+extern const unsigned char gpuos_image_cubin[];
+extern const size_t gpuos_image_cubin_size;
+}
+
+namespace gpuos::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr OpInfo kBuiltins[GPUOS_BUILTIN_OP_COUNT] = {
+    {"nop", 0},
+    {"fill", sizeof(gpuos_fill_args)},
+    {"copy", sizeof(gpuos_copy_args)},
+    {"add", sizeof(gpuos_binary_args)},
+    {"mul", sizeof(gpuos_binary_args)},
+    {"axpy", sizeof(gpuos_axpy_args)},
+    {"sum", sizeof(gpuos_sum_args)},
+};
+const OpInfo kNoOp{};
+
+/// Makes the runtime's context current on the calling thread (driver calls need it).
+struct CtxScope {
+  explicit CtxScope(CUcontext c) { GPUOS_CU_TRY(drv().cuCtxSetCurrent(c)); }
+};
+
+CUdevice pick_device(int ordinal) {
+  int count = 0;
+  GPUOS_CU_TRY(drv().cuDeviceGetCount(&count));
+  if (count == 0) fail(GPUOS_ERR_NO_DEVICE, "no CUDA device is visible");
+  if (ordinal < 0 || ordinal >= count)
+    fail(GPUOS_ERR_NO_DEVICE,
+         "device " + std::to_string(ordinal) + " does not exist (" + std::to_string(count) + " visible)");
+  CUdevice d = 0;
+  GPUOS_CU_TRY(drv().cuDeviceGet(&d, ordinal));
+  return d;
+}
+
+int attr(CUdevice d, CUdevice_attribute a) {
+  int v = 0;
+  GPUOS_CU_TRY(drv().cuDeviceGetAttribute(&v, a, d));
+  return v;
+}
+
+void validate_options(const gpuos_options& o) {
+  if (o.struct_size != sizeof(gpuos_options))
+    fail(GPUOS_ERR_INVALID_ARG, "gpuos_options.struct_size is " + std::to_string(o.struct_size) +
+                                    ", expected " + std::to_string(sizeof(gpuos_options)) +
+                                    " (call gpuos_options_init)");
+  const uint32_t c = o.queue_capacity;
+  if (c < 64 || c > (1u << 22) || (c & (c - 1)) != 0)
+    fail(GPUOS_ERR_INVALID_ARG,
+         "queue_capacity must be a power of two in [64, 4194304], got " + std::to_string(c));
+}
+
+/// Checks the device can run the image and fills everything but the grid.
+void describe(CUdevice d, int ordinal, gpuos_device_info& info) {
+  info = {};
+  info.ordinal = ordinal;
+  GPUOS_CU_TRY(drv().cuDeviceGetName(info.name, sizeof(info.name) - 1, d));
+  info.cc_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  info.cc_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.sm_count = attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info.block_threads = GPUOS_BLOCK_THREADS;
+  size_t mem = 0;
+  GPUOS_CU_TRY(drv().cuDeviceTotalMem(&mem, d));
+  info.total_mem = mem;
+  info.driver_version = drv().version;
+}
+
+void check_device_supported(CUdevice d, const gpuos_device_info& info) {
+  if (info.cc_major * 10 + info.cc_minor != GPUOS_CUDA_ARCH)
+    fail(GPUOS_ERR_UNSUPPORTED, std::string("device '") + info.name + "' is compute capability " +
+                                    std::to_string(info.cc_major) + "." + std::to_string(info.cc_minor) +
+                                    "; this build of gpuos carries code for sm_" +
+                                    std::to_string(GPUOS_CUDA_ARCH) + " only (rebuild with -Dgpu_arch=" +
+                                    std::to_string(info.cc_major * 10 + info.cc_minor) + ")");
+  if (!attr(d, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH))
+    fail(GPUOS_ERR_UNSUPPORTED, std::string("device '") + info.name + "' does not support cooperative launch");
+  if (!attr(d, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) || !attr(d, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING))
+    fail(GPUOS_ERR_UNSUPPORTED, std::string("device '") + info.name + "' cannot map host memory");
+}
+
+/// Loads the embedded image and checks its ABI version. Needs an idle device (no resident kernel).
+CUmodule load_image(CUfunction& fn) {
+  CUmodule m = nullptr;
+  GPUOS_CU_TRY(drv().cuModuleLoadData(&m, gpuos_image_cubin));
+  CUdeviceptr v = 0;
+  size_t bytes = 0;
+  GPUOS_CU_TRY(drv().cuModuleGetGlobal(&v, &bytes, m, "gpuos_image_abi_version"));
+  unsigned int abi = 0;
+  GPUOS_CU_TRY(drv().cuMemcpyDtoH(&abi, v, sizeof(abi)));
+  if (abi != GPUOS_ABI_VERSION) {
+    drv().cuModuleUnload(m);
+    fail(GPUOS_ERR_INTERNAL, "device image ABI version " + std::to_string(abi) + " != host ABI version " +
+                                 std::to_string(GPUOS_ABI_VERSION));
+  }
+  GPUOS_CU_TRY(drv().cuModuleGetFunction(&fn, m, "gpuos_main"));
+  return m;
+}
+
+/// Blocks the kernel runs with: occupancy x SMs allowed by the budget.
+uint32_t grid_for(CUfunction fn, const gpuos_options& o, gpuos_device_info& info) {
+  int per_sm = 0;
+  GPUOS_CU_TRY(drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, GPUOS_BLOCK_THREADS, 0));
+  if (o.blocks_per_sm != 0) per_sm = std::min<int>(per_sm, static_cast<int>(o.blocks_per_sm));
+  const int sms = o.sm_budget == 0 ? info.sm_count : std::min<int>(info.sm_count, static_cast<int>(o.sm_budget));
+  info.blocks_per_sm = per_sm;
+  info.grid_blocks = per_sm * sms;
+  if (info.grid_blocks < 2)
+    fail(GPUOS_ERR_UNSUPPORTED, "the resident kernel needs at least 2 co-resident blocks (front end + worker); "
+                                "the occupancy calculator allows " + std::to_string(info.grid_blocks));
+  return static_cast<uint32_t>(info.grid_blocks);
+}
+
+inline uint64_t load_host_u64(const uint64_t& x) {
+  return __atomic_load_n(&x, __ATOMIC_ACQUIRE);
+}
+
+}  // namespace
+
+const OpInfo& builtin_op(uint32_t id) { return id < GPUOS_BUILTIN_OP_COUNT ? kBuiltins[id] : kNoOp; }
+
+gpuos_device_info describe_device(const gpuos_options& o) {
+  validate_options(o);
+  load_driver();
+  const CUdevice d = pick_device(o.device);
+  gpuos_device_info info;
+  describe(d, o.device, info);
+  check_device_supported(d, info);
+  CUcontext ctx = nullptr;
+  GPUOS_CU_TRY(drv().cuDevicePrimaryCtxRetain(&ctx, d));
+  struct Release {
+    CUdevice d;
+    ~Release() { drv().cuDevicePrimaryCtxRelease(d); }
+  } release{d};
+  CtxScope scope(ctx);
+  CUfunction fn = nullptr;
+  CUmodule m = load_image(fn);
+  struct Unload {
+    CUmodule m;
+    ~Unload() { drv().cuModuleUnload(m); }
+  } unload{m};
+  grid_for(fn, o, info);
+  return info;
+}
+
+// ---- lifetime ---------------------------------------------------------------------------------------
+Runtime::Runtime(const gpuos_options& o) : opts_(o) {
+  validate_options(o);
+  load_driver();
+  dev_ = pick_device(o.device);
+  describe(dev_, o.device, info_);
+  check_device_supported(dev_, info_);
+  GPUOS_CU_TRY(drv().cuDevicePrimaryCtxRetain(&ctx_, dev_));
+  try {
+    CtxScope scope(ctx_);
+    module_ = load_image(kernel_);
+    grid_ = grid_for(kernel_, o, info_);
+    GPUOS_CU_TRY(drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+
+    const uint64_t cap = o.queue_capacity;
+    uint32_t log2 = 0;
+    while ((1ull << log2) < cap) ++log2;
+    void* p = nullptr;
+    const unsigned flags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
+    GPUOS_CU_TRY(drv().cuMemHostAlloc(&p, cap * sizeof(abi::Slot), flags));
+    ring_ = static_cast<abi::Slot*>(p);
+    GPUOS_CU_TRY(drv().cuMemHostAlloc(&p, cap * sizeof(abi::Completion), flags));
+    completions_ = static_cast<abi::Completion*>(p);
+    GPUOS_CU_TRY(drv().cuMemHostAlloc(&p, sizeof(abi::HostControl), flags));
+    control_ = static_cast<abi::HostControl*>(p);
+    std::memset(ring_, 0, cap * sizeof(abi::Slot));
+    std::memset(completions_, 0, cap * sizeof(abi::Completion));
+    std::memset(control_, 0, sizeof(abi::HostControl));
+
+    GPUOS_CU_TRY(drv().cuMemAlloc(&state_, sizeof(abi::DeviceState)));
+    GPUOS_CU_TRY(drv().cuMemAlloc(&dq_, cap * sizeof(abi::DqEntry)));
+    GPUOS_CU_TRY(drv().cuMemsetD8Async(state_, 0, sizeof(abi::DeviceState), stream_));
+    GPUOS_CU_TRY(drv().cuMemsetD8Async(dq_, 0, cap * sizeof(abi::DqEntry), stream_));
+    GPUOS_CU_TRY(drv().cuStreamSynchronize(stream_));
+
+    queue_ = std::make_unique<SubmitQueue>(ring_, completions_, log2);
+    launch();
+    monitor_ = std::thread([this] { monitor_loop(); });
+  } catch (...) {
+    shutdown();
+    throw;
+  }
+}
+
+Runtime::~Runtime() { shutdown(); }
+
+void Runtime::close() {
+  std::lock_guard<std::mutex> lock(close_mutex_);
+  if (closed_) return;
+  closing_.store(true, std::memory_order_seq_cst);
+  // Submitters that got past the closing check finish publishing; later ones see UNAVAILABLE.
+  while (active_submitters_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  if (queue_ && !faulted_.load()) {
+    if (state_flag_.load() == State::Suspended) resume();
+    std::string why;
+    drain(-1, why);
+  }
+  monitor_stop_.store(true);
+  if (monitor_.joinable()) monitor_.join();
+  if (ctx_ && state_flag_.load() == State::Running) {
+    CtxScope scope(ctx_);
+    std::lock_guard<std::mutex> cl(control_mutex_);
+    stop_kernel(30.0);
+  }
+  if (state_flag_.load() != State::Faulted) state_flag_.store(State::Stopped);
+  closed_ = true;
+}
+
+void Runtime::shutdown() noexcept {
+  try {
+    close();
+  } catch (...) {
+    // Best effort: a kernel that cannot be stopped keeps its memory (freeing it would block).
+  }
+  monitor_stop_.store(true);
+  if (monitor_.joinable()) monitor_.join();
+  if (!driver_loaded() || !ctx_) return;
+  drv().cuCtxSetCurrent(ctx_);
+  const bool faulted = faulted_.load();
+  // Freeing device memory needs an idle device: only once the kernel has exited.
+  if (!faulted && state_flag_.load() != State::Running) {
+    if (dq_) drv().cuMemFree(dq_);
+    if (state_) drv().cuMemFree(state_);
+    if (module_) drv().cuModuleUnload(module_);
+    if (stream_) drv().cuStreamDestroy(stream_);
+  }
+  if (ring_) drv().cuMemFreeHost(ring_);
+  if (completions_) drv().cuMemFreeHost(completions_);
+  if (control_) drv().cuMemFreeHost(control_);
+  ring_ = nullptr;
+  completions_ = nullptr;
+  control_ = nullptr;
+  drv().cuDevicePrimaryCtxRelease(dev_);
+  // A sticky fault leaves the primary context unusable for everyone in the process: reset it so that
+  // a new runtime (or the embedding application) can start over.
+  if (faulted) drv().cuDevicePrimaryCtxReset(dev_);
+  ctx_ = nullptr;
+}
+
+// ---- kernel launch and stop -------------------------------------------------------------------------
+void Runtime::launch() {
+  const uint64_t run = ++run_id_;
+  abi::LaunchParams lp{};
+  lp.ring = ring_;
+  lp.completions = completions_;
+  lp.control = control_;
+  lp.state = reinterpret_cast<abi::DeviceState*>(state_);
+  lp.dq = reinterpret_cast<abi::DqEntry*>(dq_);
+  lp.run_id = run;
+  lp.log2_capacity = queue_->log2_capacity();
+  lp.abi_version = GPUOS_ABI_VERSION;
+  void* args[] = {&lp};
+  GPUOS_CU_TRY(drv().cuLaunchCooperativeKernel(kernel_, grid_, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, 0, stream_, args));
+  ++launches_;
+  // Wait until every block is resident and the front end runs (it writes started_run after grid sync).
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (load_host_u64(control_->started_run) != run) {
+    const CUresult r = drv().cuStreamQuery(stream_);
+    if (r != CUDA_ERROR_NOT_READY) {
+      if (r == CUDA_SUCCESS) fail(GPUOS_ERR_INTERNAL, "the resident kernel exited right after launch");
+      cu_check(r, "resident kernel start", __FILE__, __LINE__);
+    }
+    if (Clock::now() > deadline) fail(GPUOS_ERR_INTERNAL, "the resident kernel did not start within 30 s");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  state_flag_.store(State::Running);
+}
+
+void Runtime::stop_kernel(double timeout_s) {
+  __atomic_store_n(&control_->stop_run, run_id_, __ATOMIC_RELEASE);
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    const CUresult r = drv().cuStreamQuery(stream_);
+    if (r == CUDA_SUCCESS) break;
+    if (r != CUDA_ERROR_NOT_READY) {
+      set_fault("the resident kernel failed: " + cu_error_name(r));
+      cu_check(r, "resident kernel stop", __FILE__, __LINE__);
+    }
+    if (Clock::now() > deadline)
+      fail(GPUOS_ERR_INTERNAL, "the resident kernel did not stop within " + std::to_string(timeout_s) +
+                                   " s (a task may be stuck in an operator)");
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  state_flag_.store(State::Suspended);
+}
+
+void Runtime::suspend() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  check_usable();
+  if (closing_.load()) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is shut down");
+  if (state_flag_.load() != State::Running) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is not running");
+  CtxScope scope(ctx_);
+  stop_kernel(30.0);
+}
+
+void Runtime::resume() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  check_usable();
+  if (closed_) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is shut down");
+  if (state_flag_.load() != State::Suspended) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is not suspended");
+  CtxScope scope(ctx_);
+  launch();
+}
+
+// ---- faults -------------------------------------------------------------------------------------------
+void Runtime::set_fault(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(fault_mutex_);
+    if (faulted_.load()) return;
+    fault_message_ = why;
+  }
+  state_flag_.store(State::Faulted);
+  faulted_.store(true);
+}
+
+void Runtime::check_usable() const {
+  if (faulted_.load()) {
+    std::lock_guard<std::mutex> lock(fault_mutex_);
+    fail(GPUOS_ERR_DEVICE_FAULT, fault_message_);
+  }
+}
+
+void Runtime::monitor_loop() {
+  // Reaps completions so the ring keeps room, and watches the kernel: a sticky fault (or an exit
+  // nobody asked for) fails every pending task at once instead of leaving waiters hanging.
+  if (drv().cuCtxSetCurrent(ctx_) != CUDA_SUCCESS) return;
+  auto next_query = Clock::now();
+  while (!monitor_stop_.load()) {
+    queue_->reap();
+    const auto now = Clock::now();
+    if (now >= next_query) {
+      next_query = now + std::chrono::milliseconds(1);
+      const State s = state_flag_.load();
+      if (s == State::Running) {
+        std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+        if (lock.owns_lock() && state_flag_.load() == State::Running) {
+          const CUresult r = drv().cuStreamQuery(stream_);
+          if (r == CUDA_SUCCESS)
+            set_fault("the resident kernel exited without being asked to");
+          else if (r != CUDA_ERROR_NOT_READY)
+            set_fault("the device faulted: " + cu_error_name(r) + "; every pending task failed");
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+// ---- submit / wait ------------------------------------------------------------------------------------
+bool Runtime::submit(const gpuos_task* tasks, size_t n, bool blocking, uint64_t& first) {
+  if (!tasks) fail(GPUOS_ERR_INVALID_ARG, "task is NULL");
+  if (n == 0) fail(GPUOS_ERR_INVALID_ARG, "empty batch");
+  if (n > queue_->capacity())
+    fail(GPUOS_ERR_INVALID_ARG, "batch of " + std::to_string(n) + " tasks exceeds the queue capacity " +
+                                    std::to_string(queue_->capacity()));
+  // Validate everything before reserving: a reserved ticket must be published.
+  abi::Payload one;
+  std::vector<abi::Payload> many;
+  abi::Payload* payloads = &one;
+  if (n > 1) {
+    many.resize(n);
+    payloads = many.data();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const gpuos_task& t = tasks[i];
+    auto where = [&] { return n > 1 ? "task " + std::to_string(i) + ": " : std::string(); };
+    const OpInfo& op = builtin_op(t.op);
+    if (!op.name) fail(GPUOS_ERR_INVALID_ARG, where() + "unknown operator id " + std::to_string(t.op));
+    if (t.arg_bytes > GPUOS_MAX_ARG_BYTES)
+      fail(GPUOS_ERR_INVALID_ARG, where() + "arguments of " + std::to_string(t.arg_bytes) + " bytes exceed " +
+                                      std::to_string(GPUOS_MAX_ARG_BYTES));
+    if (t.arg_bytes != op.arg_bytes)
+      fail(GPUOS_ERR_INVALID_ARG, where() + "operator '" + op.name + "' takes " + std::to_string(op.arg_bytes) +
+                                      " bytes of arguments, got " + std::to_string(t.arg_bytes));
+    if (t.arg_bytes != 0 && !t.args) fail(GPUOS_ERR_INVALID_ARG, where() + "args is NULL");
+    if (t.tiles == 0 || t.tiles > GPUOS_MAX_TILES)
+      fail(GPUOS_ERR_INVALID_ARG, where() + "tiles must be in [1, 2^30], got " + std::to_string(t.tiles));
+    abi::Payload& p = payloads[i];
+    std::memset(&p, 0, sizeof(p));
+    p.op = static_cast<uint16_t>(t.op);
+    p.arg_bytes = static_cast<uint16_t>(t.arg_bytes);
+    p.tiles = t.tiles;
+    if (t.arg_bytes) std::memcpy(p.args, t.args, t.arg_bytes);
+  }
+
+  struct Active {
+    std::atomic<int>& n;
+    explicit Active(std::atomic<int>& c) : n(c) { n.fetch_add(1, std::memory_order_seq_cst); }
+    ~Active() { n.fetch_sub(1, std::memory_order_seq_cst); }
+  } active(active_submitters_);
+  if (closing_.load(std::memory_order_seq_cst)) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is shut down (or shutting down)");
+  check_usable();
+
+  const uint32_t count = static_cast<uint32_t>(n);
+  for (uint32_t spins = 0; !queue_->try_reserve(count, first); ++spins) {
+    queue_->reap();
+    if (queue_->try_reserve(count, first)) break;
+    if (!blocking) return false;
+    check_usable();
+    if (spins < 64)
+      _mm_pause();
+    else if (spins < 256)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(10));
+  }
+  for (uint32_t i = 0; i < count; ++i) queue_->publish(first + i, payloads[i]);
+  return true;
+}
+
+gpuos_status Runtime::wait(uint64_t ticket, int64_t timeout_ns, std::string& why) {
+  if (ticket >= queue_->issued())
+    fail(GPUOS_ERR_INVALID_ARG, "ticket " + std::to_string(ticket) + " was never issued");
+  const auto start = Clock::now();
+  SubmitQueue::Result r;
+  for (uint32_t spins = 0;; ++spins) {
+    if (queue_->poll(ticket, r)) break;
+    if (faulted_.load()) {
+      std::lock_guard<std::mutex> lock(fault_mutex_);
+      why = fault_message_;
+      return GPUOS_ERR_DEVICE_FAULT;
+    }
+    if (timeout_ns == 0) return GPUOS_ERR_TIMEOUT;
+    // Spin first: completions arrive within microseconds, and a sleep costs ~50 us of latency.
+    if ((spins & 255) == 0 && timeout_ns > 0 &&
+        Clock::now() - start > std::chrono::nanoseconds(timeout_ns))
+      return GPUOS_ERR_TIMEOUT;
+    if (spins < (1u << 16))
+      _mm_pause();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  if (r.status == abi::kTaskOk) return GPUOS_OK;
+  why = "task " + std::to_string(ticket) + ": " +
+        (r.status == abi::kTaskBadOp ? "the device has no operator with id " + std::to_string(r.detail)
+                                     : "the device rejected the arguments of operator " + std::to_string(r.detail));
+  return GPUOS_ERR_TASK_FAILED;
+}
+
+gpuos_status Runtime::drain(int64_t timeout_ns, std::string& why) {
+  const uint64_t end = queue_->issued();
+  if (end == 0) return GPUOS_OK;
+  const auto start = Clock::now();
+  for (uint32_t spins = 0; queue_->reap() < end; ++spins) {
+    if (faulted_.load()) {
+      std::lock_guard<std::mutex> lock(fault_mutex_);
+      why = fault_message_;
+      return GPUOS_ERR_DEVICE_FAULT;
+    }
+    if (timeout_ns >= 0 && Clock::now() - start > std::chrono::nanoseconds(timeout_ns)) return GPUOS_ERR_TIMEOUT;
+    if (spins < 1024)
+      _mm_pause();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return GPUOS_OK;
+}
+
+gpuos_stats Runtime::stats() {
+  gpuos_stats s{};
+  s.completed = queue_->reap();
+  s.submitted = queue_->issued();
+  s.failed = queue_->failed();
+  s.queue_depth = s.submitted - std::min(s.submitted, s.completed);
+  s.heartbeat = load_host_u64(control_->heartbeat);
+  s.launches = launches_.load();
+  for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) s.per_op_completed[i] = queue_->completed_of_op(i);
+  return s;
+}
+
+}  // namespace gpuos::detail

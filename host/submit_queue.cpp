@@ -1,0 +1,88 @@
+#include "submit_queue.hpp"
+
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#else
+#error "gpuos needs single-copy-atomic 16-byte stores to publish ring chunks; only x86-64 is supported"
+#endif
+
+namespace gpuos::detail {
+namespace {
+
+// Platform contract: a 16-byte aligned vector store/load is single-copy atomic (x86-64 with AVX), so the
+// device never sees half a chunk and the host never sees half a completion record.
+inline void store16(void* dst, const void* src) {
+  _mm_store_si128(static_cast<__m128i*>(dst), _mm_load_si128(static_cast<const __m128i*>(src)));
+}
+inline void load16(void* dst, const volatile void* src) {
+  const __m128i v = _mm_load_si128(const_cast<const __m128i*>(static_cast<const volatile __m128i*>(src)));
+  _mm_store_si128(static_cast<__m128i*>(dst), v);
+}
+
+}  // namespace
+
+SubmitQueue::SubmitQueue(abi::Slot* ring, const abi::Completion* completions, uint32_t log2_capacity)
+    : ring_(ring), comp_(completions), log2_(log2_capacity), mask_((1ull << log2_capacity) - 1),
+      ops_(1ull << log2_capacity, 0) {}
+
+bool SubmitQueue::try_reserve(uint32_t n, uint64_t& first) {
+  uint64_t cur = tail_.load(std::memory_order_relaxed);
+  for (;;) {
+    if (n == 0 || cur + n > retired_.load(std::memory_order_acquire) + capacity()) return false;
+    if (tail_.compare_exchange_weak(cur, cur + n, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+      first = cur;
+      return true;
+    }
+  }
+}
+
+void SubmitQueue::publish(uint64_t t, const abi::Payload& p) {
+  alignas(128) abi::Slot img;
+  abi::encode_slot(p, abi::stamp_of(t, log2_), img);
+  ops_[t & mask_] = p.op;
+  abi::Slot& dst = ring_[t & mask_];
+  for (uint32_t i = 0; i < abi::kSlotChunks; ++i) store16(&dst.c[i], &img.c[i]);
+}
+
+bool SubmitQueue::read_record(uint64_t t, abi::Completion& c) const {
+  load16(&c, &comp_[t & mask_]);
+  return c.seq >= t + 1;
+}
+
+bool SubmitQueue::poll(uint64_t t, Result& r) const {
+  abi::Completion c;
+  if (t < retired_.load(std::memory_order_acquire) || (read_record(t, c) && c.seq > t + 1)) {
+    // Retired (its record may be reused): only failures are remembered.
+    std::lock_guard<std::mutex> lock(failures_mutex_);
+    auto it = failures_.find(t);
+    r = it == failures_.end() ? Result{} : it->second;
+    return true;
+  }
+  if (c.seq != t + 1) return false;
+  r = Result{c.status, c.detail};
+  return true;
+}
+
+uint64_t SubmitQueue::reap() {
+  std::unique_lock<std::mutex> lock(reap_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return retired();
+  uint64_t r = retired_.load(std::memory_order_relaxed);
+  const uint64_t end = tail_.load(std::memory_order_acquire);
+  abi::Completion c;
+  while (r < end && read_record(r, c) && c.seq == r + 1) {
+    per_op_completed_[ops_[r & mask_]].fetch_add(1, std::memory_order_relaxed);
+    if (c.status != abi::kTaskOk) {
+      failed_count_.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> fl(failures_mutex_);
+      failures_[r] = Result{c.status, c.detail};
+      if (failures_.size() > kFailureMemory) failures_.erase(failures_.begin());
+    }
+    ++r;
+  }
+  retired_.store(r, std::memory_order_release);
+  return r;
+}
+
+}  // namespace gpuos::detail

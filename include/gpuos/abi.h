@@ -1,0 +1,222 @@
+// gpuos ABI: every layout shared between the host runtime and the resident kernel.
+//
+// Compiled by the host C++ compiler, by nvcc and by NVRTC alike, so it includes nothing from the host
+// standard library when NVRTC compiles it. All structs are POD; sizes and offsets are pinned by
+// static_assert, and GPUOS_ABI_VERSION is checked at run time against the device image.
+//
+// The submission ring lives in mapped pinned host memory. Every GPU read of it is a PCIe round trip, so
+// a slot is built to be read in ONE round trip that tells both "the task is there" and what the task is:
+// a 128-byte slot is 8 chunks of 16 bytes, each chunk carries 12 payload bytes and a 4-byte stamp, the
+// host writes each chunk with one 16-byte store, and the device reads all 8 chunks at once. The slot is
+// ready when all 8 stamps equal the stamp expected for the ticket; a torn or stale slot never matches.
+#ifndef GPUOS_ABI_H
+#define GPUOS_ABI_H
+
+#if defined(__CUDACC_RTC__)
+#include <cuda/std/cstdint>
+#include <cuda/std/cstddef>
+namespace gpuos::abi_std {
+using cuda::std::int32_t;
+using cuda::std::uint16_t;
+using cuda::std::uint32_t;
+using cuda::std::uint64_t;
+}  // namespace gpuos::abi_std
+#else
+#include <cstddef>
+#include <cstdint>
+namespace gpuos::abi_std {
+using std::int32_t;
+using std::uint16_t;
+using std::uint32_t;
+using std::uint64_t;
+}  // namespace gpuos::abi_std
+#endif
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define GPUOS_HD __host__ __device__
+#else
+#define GPUOS_HD
+#endif
+
+/// Bumped on any change to a layout in this file; the image and the host must agree.
+#define GPUOS_ABI_VERSION 1u
+
+/// Threads per block of the resident kernel; every operator tile runs on exactly this many threads.
+#define GPUOS_BLOCK_THREADS 256u
+/// Dynamic shared memory every tile may use (TileCtx::smem).
+#define GPUOS_TILE_SMEM_BYTES 8192u
+/// Largest argument struct an operator may take (inline in the ring slot).
+#define GPUOS_MAX_ARG_BYTES 88u
+/// Operator ids are below this bound (size of the jump table).
+#define GPUOS_MAX_OPS 256u
+/// Largest tile count of one task; bigger problems loop inside the tile function.
+#define GPUOS_MAX_TILES (1u << 30)
+
+namespace gpuos::abi {
+using namespace gpuos::abi_std;
+
+inline constexpr uint32_t kSlotBytes = 128;
+inline constexpr uint32_t kChunkBytes = 16;
+inline constexpr uint32_t kSlotChunks = kSlotBytes / kChunkBytes;  // 8
+inline constexpr uint32_t kChunkPayload = 12;
+inline constexpr uint32_t kPayloadBytes = kSlotChunks * kChunkPayload;  // 96
+
+/// One 16-byte unit of a slot. Written by the host with a single 16-byte store, read by the device with
+/// a single 16-byte load: payload and stamp are always seen together.
+struct alignas(16) Chunk {
+  uint32_t w[3];
+  uint32_t stamp;
+};
+
+/// A submission ring slot (mapped host memory; host writes, device reads).
+struct alignas(128) Slot {
+  Chunk c[kSlotChunks];
+};
+
+/// The logical content of a slot, reassembled from the chunks' payload words.
+struct alignas(8) Payload {
+  uint16_t op;         ///< operator id (index of the jump table)
+  uint16_t arg_bytes;  ///< size of the argument struct in args[]
+  uint32_t tiles;      ///< number of tiles, 1..GPUOS_MAX_TILES
+  unsigned char args[GPUOS_MAX_ARG_BYTES];
+};
+
+/// Completion record (mapped host memory; device writes with one 16-byte store, host reads).
+/// Record i holds the latest ticket t with t % capacity == i; seq = t + 1 so that zeroed memory is empty.
+struct alignas(16) Completion {
+  uint64_t seq;
+  uint32_t status;  ///< TaskStatus
+  uint32_t detail;  ///< status-specific (e.g. the op id that was rejected)
+};
+
+/// What the device says about a task.
+enum TaskStatus : uint32_t {
+  kTaskOk = 0,
+  kTaskBadOp = 1,    ///< no operator at that id in the running image
+  kTaskBadArgs = 2,  ///< argument size differs from the operator's declared size
+};
+
+/// Control block (mapped host memory). Cache-line separated by writer.
+struct alignas(64) HostControl {
+  // Written by the host, read by the front end of the kernel.
+  uint64_t stop_run;  ///< the kernel whose run id equals this value exits (suspend / stop)
+  uint64_t pad0[7];
+  // Written by the device (posted writes), read by the host.
+  uint64_t heartbeat;   ///< front-end loop iterations, published every few iterations
+  uint64_t fetched;     ///< tickets [0, fetched) have been taken out of the ring
+  uint64_t started_run; ///< run id of the launch that is running (written once all blocks started)
+  uint64_t abi_version; ///< GPUOS_ABI_VERSION of the running image, written at start
+  uint64_t pad1[4];
+};
+
+/// Device-queue entry (device memory): the ring slot copied into L2-resident memory by the front end,
+/// plus the per-task tile bookkeeping. Index = ticket % capacity, like the ring.
+///
+/// Tiles are handed out by decrementing `claim` by 1 << 32. Its high half is the number of tiles not yet
+/// handed out (a signed count that goes negative once exhausted), its low half the low 32 bits of the
+/// ticket. A claim is valid iff the old remaining count was positive; the tile is then (remaining - 1),
+/// and the entry cannot be reused before that tile finishes (its task cannot complete), so the payload
+/// read after a valid claim is always the claimed task's. A stale claim (an exhausted or recycled entry)
+/// reads remaining <= 0 and touches nothing. The front end (re)arms an entry by writing the payload,
+/// fencing, then exchanging `claim`.
+struct alignas(128) DqEntry {
+  uint64_t claim;    ///< (remaining tiles << 32) | (uint32_t)ticket
+  uint32_t pending;  ///< tiles not yet finished; the block that takes it to 0 completes the task
+  uint32_t pad;
+  uint64_t ticket;
+  double scratch;  ///< per-task accumulator, zeroed before the task starts (TileCtx::scratch)
+  Payload payload;
+};
+
+/// Builds a claim word.
+GPUOS_HD inline constexpr uint64_t make_claim(uint32_t remaining, uint64_t ticket) {
+  return (static_cast<uint64_t>(remaining) << 32) | static_cast<uint32_t>(ticket);
+}
+/// Remaining tiles of a claim word as the signed count it is.
+GPUOS_HD inline constexpr int32_t claim_remaining(uint64_t claim) {
+  return static_cast<int32_t>(static_cast<uint32_t>(claim >> 32));
+}
+inline constexpr uint64_t kClaimOne = 1ull << 32;
+
+/// Number of multi-tile tasks idle blocks can help with at once.
+inline constexpr uint32_t kBoardSize = 64;
+
+/// Scheduler state (device memory, allocated by the host outside the image, passed by pointer, so it
+/// survives relaunches and image changes). Hot words each own a 128-byte line.
+struct alignas(128) DeviceState {
+  uint64_t head;  ///< tickets [0, head) are in the device queue (front end writes)
+  uint64_t pad0[15];
+  uint64_t claim;  ///< next ticket a worker block claims
+  uint64_t pad1[15];
+  uint32_t closed;  ///< front end stopped publishing for this run
+  uint32_t pad2;
+  uint64_t launches;
+  uint64_t pad3[14];
+  uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty
+};
+
+/// The one kernel parameter.
+struct LaunchParams {
+  const Slot* ring;
+  Completion* completions;
+  HostControl* control;
+  DeviceState* state;
+  DqEntry* dq;
+  uint64_t run_id;
+  uint32_t log2_capacity;
+  uint32_t abi_version;
+};
+
+// ---- layout pins --------------------------------------------------------------------------------
+static_assert(sizeof(Chunk) == 16 && alignof(Chunk) == 16);
+static_assert(sizeof(Slot) == kSlotBytes && alignof(Slot) == 128);
+static_assert(sizeof(Payload) == kPayloadBytes);
+static_assert(offsetof(Payload, args) == 8, "args must be 8-byte aligned inside the payload");
+static_assert(sizeof(Completion) == 16);
+static_assert(sizeof(HostControl) == 128);
+static_assert(offsetof(HostControl, heartbeat) == 64, "device-written words own the second line");
+static_assert(sizeof(DqEntry) == 128);
+static_assert(offsetof(DqEntry, payload) == 32);
+static_assert(offsetof(DeviceState, claim) == 128 && offsetof(DeviceState, closed) == 256);
+static_assert(offsetof(DeviceState, board) == 384);
+static_assert(sizeof(LaunchParams) == 56);
+
+// ---- slot encoding (host writes, device and tests read) -----------------------------------------
+/// Stamp of a ticket: the ring lap plus one, so zeroed memory never looks ready and the previous
+/// occupant of a slot (one lap earlier) never matches.
+GPUOS_HD inline constexpr uint32_t stamp_of(uint64_t ticket, uint32_t log2_capacity) {
+  return static_cast<uint32_t>(ticket >> log2_capacity) + 1u;
+}
+
+/// Splits a payload into the 8 chunks of a slot image, each stamped.
+GPUOS_HD inline void encode_slot(const Payload& p, uint32_t stamp, Slot& out) {
+  const auto* src = reinterpret_cast<const uint32_t*>(&p);
+  for (uint32_t i = 0; i < kSlotChunks; ++i) {
+    out.c[i].w[0] = src[3 * i + 0];
+    out.c[i].w[1] = src[3 * i + 1];
+    out.c[i].w[2] = src[3 * i + 2];
+    out.c[i].stamp = stamp;
+  }
+}
+
+/// True when every chunk carries `stamp`; then `out` holds the payload.
+GPUOS_HD inline bool decode_slot(const Slot& s, uint32_t stamp, Payload& out) {
+  auto* dst = reinterpret_cast<uint32_t*>(&out);
+  bool ok = true;
+  for (uint32_t i = 0; i < kSlotChunks; ++i) {
+    ok = ok && (s.c[i].stamp == stamp);
+    dst[3 * i + 0] = s.c[i].w[0];
+    dst[3 * i + 1] = s.c[i].w[1];
+    dst[3 * i + 2] = s.c[i].w[2];
+  }
+  return ok;
+}
+
+/// Tiles needed for n elements at `per_tile` elements a tile (at least one).
+GPUOS_HD inline constexpr uint64_t tiles_for(uint64_t n, uint64_t per_tile) {
+  return n == 0 ? 1 : (n + per_tile - 1) / per_tile;
+}
+
+}  // namespace gpuos::abi
+
+#endif  // GPUOS_ABI_H

@@ -1,0 +1,78 @@
+/* gpuos built-in operators: ids and argument structs.
+ *
+ * C-compatible (embedders use it from C), and compiled by nvcc for the device side. Every built-in works
+ * on float32 elements, split into tiles of GPUOS_ELEMS_PER_TILE elements; a task on n elements has
+ * gpuos_tiles_for(n) tiles and runs on as many blocks of the resident kernel as are free.
+ * Pointers are device pointers (or mapped host pointers); they need no particular alignment, but 16-byte
+ * aligned buffers take the vectorized path. */
+#ifndef GPUOS_BUILTIN_OPS_H
+#define GPUOS_BUILTIN_OPS_H
+
+#if defined(__CUDACC_RTC__)
+#include <cuda/std/cstdint>
+#else
+#include <stdint.h>
+#endif
+
+#define GPUOS_ELEMS_PER_TILE 4096u
+
+enum gpuos_builtin_op {
+  GPUOS_OP_NOP = 0,  /* no arguments; dispatch cost only */
+  GPUOS_OP_FILL = 1, /* out[i] = value */
+  GPUOS_OP_COPY = 2, /* out[i] = in[i] */
+  GPUOS_OP_ADD = 3,  /* out[i] = a[i] + b[i] */
+  GPUOS_OP_MUL = 4,  /* out[i] = a[i] * b[i] */
+  GPUOS_OP_AXPY = 5, /* y[i] = alpha * x[i] + y[i] */
+  GPUOS_OP_SUM = 6,  /* *out = sum of x[0..n) (float64 accumulation) */
+  GPUOS_BUILTIN_OP_COUNT = 7
+};
+
+typedef struct gpuos_fill_args {
+  float* out;
+  uint64_t n;
+  float value;
+  uint32_t reserved;
+} gpuos_fill_args;
+
+typedef struct gpuos_copy_args {
+  float* out;
+  const float* in;
+  uint64_t n;
+} gpuos_copy_args;
+
+/* Used by both ADD and MUL. */
+typedef struct gpuos_binary_args {
+  float* out;
+  const float* a;
+  const float* b;
+  uint64_t n;
+} gpuos_binary_args;
+
+typedef struct gpuos_axpy_args {
+  float* y;
+  const float* x;
+  uint64_t n;
+  float alpha;
+  uint32_t reserved;
+} gpuos_axpy_args;
+
+typedef struct gpuos_sum_args {
+  float* out;
+  const float* x;
+  uint64_t n;
+} gpuos_sum_args;
+
+#ifdef __cplusplus
+static_assert(sizeof(gpuos_fill_args) == 24, "ABI");
+static_assert(sizeof(gpuos_copy_args) == 24, "ABI");
+static_assert(sizeof(gpuos_binary_args) == 32, "ABI");
+static_assert(sizeof(gpuos_axpy_args) == 32, "ABI");
+static_assert(sizeof(gpuos_sum_args) == 24, "ABI");
+#endif
+
+/* Tiles a built-in needs for n elements (at least one). */
+static inline uint32_t gpuos_tiles_for(uint64_t n) {
+  return n == 0 ? 1u : (uint32_t)((n + GPUOS_ELEMS_PER_TILE - 1) / GPUOS_ELEMS_PER_TILE);
+}
+
+#endif /* GPUOS_BUILTIN_OPS_H */

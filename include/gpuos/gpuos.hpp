@@ -1,0 +1,187 @@
+// gpuos C++ API: a thin RAII shell over the C ABI in gpuos/gpuos.h.
+//
+//   gpuos::Runtime rt;                                   // boots on device 0
+//   auto t = rt.submit(gpuos::ops::add(out, a, b, n));   // thread-safe
+//   rt.wait(t);                                          // throws gpuos::Error on failure
+//
+// Errors are gpuos::Error exceptions carrying the gpuos_status and the message. Destructors never throw.
+#ifndef GPUOS_GPUOS_HPP
+#define GPUOS_GPUOS_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpuos/gpuos.h"
+
+namespace gpuos {
+
+using Status = gpuos_status;
+using Ticket = std::uint64_t;
+using Stats = gpuos_stats;
+using DeviceInfo = gpuos_device_info;
+
+class Error : public std::runtime_error {
+ public:
+  Error(Status s, const std::string& what) : std::runtime_error(what), status_(s) {}
+  Status status() const noexcept { return status_; }
+
+ private:
+  Status status_;
+};
+
+namespace detail {
+inline void check(Status s) {
+  if (s != GPUOS_OK) {
+    const char* msg = gpuos_last_error();
+    throw Error(s, std::string(gpuos_status_name(s)) + ": " + (msg && *msg ? msg : "(no detail)"));
+  }
+}
+inline std::int64_t to_ns(std::chrono::nanoseconds d) { return d.count(); }
+}  // namespace detail
+
+/// A task ready to submit: operator id, tile count and an inline copy of its argument struct.
+struct Task {
+  std::uint32_t op = GPUOS_OP_NOP;
+  std::uint32_t tiles = 1;
+  std::uint32_t arg_bytes = 0;
+  alignas(8) unsigned char args[88] = {};
+
+  template <class Args>
+  static Task make(std::uint32_t op, std::uint32_t tiles, const Args& a) {
+    static_assert(std::is_trivially_copyable_v<Args>, "operator arguments must be trivially copyable");
+    static_assert(sizeof(Args) <= sizeof(args), "operator arguments exceed GPUOS_MAX_ARG_BYTES");
+    Task t;
+    t.op = op;
+    t.tiles = tiles;
+    t.arg_bytes = sizeof(Args);
+    std::memcpy(t.args, &a, sizeof(Args));
+    return t;
+  }
+  gpuos_task c() const { return gpuos_task{op, tiles, arg_bytes ? args : nullptr, arg_bytes, 0}; }
+};
+
+/// Builders for the built-in operators (ids and argument layouts from gpuos/builtin_ops.h).
+namespace ops {
+inline Task nop() { return Task{}; }
+inline Task fill(float* out, float value, std::uint64_t n) {
+  return Task::make(GPUOS_OP_FILL, gpuos_tiles_for(n), gpuos_fill_args{out, n, value, 0});
+}
+inline Task copy(float* out, const float* in, std::uint64_t n) {
+  return Task::make(GPUOS_OP_COPY, gpuos_tiles_for(n), gpuos_copy_args{out, in, n});
+}
+inline Task add(float* out, const float* a, const float* b, std::uint64_t n) {
+  return Task::make(GPUOS_OP_ADD, gpuos_tiles_for(n), gpuos_binary_args{out, a, b, n});
+}
+inline Task mul(float* out, const float* a, const float* b, std::uint64_t n) {
+  return Task::make(GPUOS_OP_MUL, gpuos_tiles_for(n), gpuos_binary_args{out, a, b, n});
+}
+inline Task axpy(float* y, float alpha, const float* x, std::uint64_t n) {
+  return Task::make(GPUOS_OP_AXPY, gpuos_tiles_for(n), gpuos_axpy_args{y, x, n, alpha, 0});
+}
+inline Task sum(float* out, const float* x, std::uint64_t n) {
+  return Task::make(GPUOS_OP_SUM, gpuos_tiles_for(n), gpuos_sum_args{out, x, n});
+}
+}  // namespace ops
+
+struct Options : gpuos_options {
+  Options() { gpuos_options_init(this); }
+  Options& with_device(int d) { device = d; return *this; }
+  Options& with_sm_budget(std::uint32_t s) { sm_budget = s; return *this; }
+  Options& with_queue_capacity(std::uint32_t c) { queue_capacity = c; return *this; }
+};
+
+/// Owns a running resident kernel on one GPU.
+class Runtime {
+ public:
+  explicit Runtime(const Options& o = Options()) { detail::check(gpuos_create(&o, &rt_)); }
+  ~Runtime() { gpuos_destroy(rt_); }
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  Runtime(Runtime&& o) noexcept : rt_(o.rt_) { o.rt_ = nullptr; }
+  Runtime& operator=(Runtime&& o) noexcept {
+    if (this != &o) {
+      gpuos_destroy(rt_);
+      rt_ = o.rt_;
+      o.rt_ = nullptr;
+    }
+    return *this;
+  }
+
+  /// Submits a task; blocks while the queue is full.
+  Ticket submit(const Task& t) {
+    gpuos_task c = t.c();
+    Ticket k = 0;
+    detail::check(gpuos_submit(rt_, &c, &k));
+    return k;
+  }
+  /// Submits unless the queue is full (then returns nullopt and submits nothing).
+  std::optional<Ticket> try_submit(const Task& t) {
+    gpuos_task c = t.c();
+    Ticket k = 0;
+    Status s = gpuos_try_submit(rt_, &c, &k);
+    if (s == GPUOS_ERR_QUEUE_FULL) return std::nullopt;
+    detail::check(s);
+    return k;
+  }
+  /// Submits tasks with consecutive tickets; returns the first.
+  Ticket submit_batch(std::span<const Task> ts) {
+    std::vector<gpuos_task> c;
+    c.reserve(ts.size());
+    for (const Task& t : ts) c.push_back(t.c());
+    Ticket k = 0;
+    detail::check(gpuos_submit_batch(rt_, c.data(), c.size(), &k));
+    return k;
+  }
+  /// Waits for a task; false on timeout; throws if it failed or the device faulted.
+  bool wait(Ticket t, std::chrono::nanoseconds timeout = std::chrono::nanoseconds(-1)) {
+    Status s = gpuos_wait(rt_, t, detail::to_ns(timeout));
+    if (s == GPUOS_ERR_TIMEOUT) return false;
+    detail::check(s);
+    return true;
+  }
+  /// Waits for every task submitted so far; false on timeout.
+  bool drain(std::chrono::nanoseconds timeout = std::chrono::nanoseconds(-1)) {
+    Status s = gpuos_drain(rt_, detail::to_ns(timeout));
+    if (s == GPUOS_ERR_TIMEOUT) return false;
+    detail::check(s);
+    return true;
+  }
+  Stats stats() const {
+    Stats s{};
+    detail::check(gpuos_get_stats(rt_, &s));
+    return s;
+  }
+  DeviceInfo device_info() const {
+    DeviceInfo d{};
+    detail::check(gpuos_get_device_info(rt_, &d));
+    return d;
+  }
+  void suspend() { detail::check(gpuos_suspend(rt_)); }
+  /// Stops accepting tasks, drains, stops the kernel; waits and stats keep working.
+  void shutdown() { detail::check(gpuos_shutdown(rt_)); }
+  void resume() { detail::check(gpuos_resume(rt_)); }
+
+  gpuos_runtime* handle() const noexcept { return rt_; }
+
+ private:
+  gpuos_runtime* rt_ = nullptr;
+};
+
+/// Device and grid gpuos would use, without booting.
+inline DeviceInfo query_device(const Options& o = Options()) {
+  DeviceInfo d{};
+  detail::check(gpuos_query_device(&o, &d));
+  return d;
+}
+
+}  // namespace gpuos
+
+#endif  // GPUOS_GPUOS_HPP

@@ -1,0 +1,113 @@
+// gpuos operator ABI: how an operator is written. Compiled by nvcc (built-ins) and NVRTC (operators
+// loaded at run time) alike; includes nothing from the host standard library.
+//
+// An operator is a name, a trivially-copyable argument struct (at most GPUOS_MAX_ARG_BYTES) and a tile
+// function. A task of the operator has `tiles` tiles; each tile runs on one block of GPUOS_BLOCK_THREADS
+// threads of the resident kernel, and different tiles run concurrently on different blocks.
+//
+//   struct ScaleArgs { float* x; unsigned long long n; float k; };
+//   __device__ void scale_tile(const ScaleArgs& a, const gpuos::TileCtx& c) {
+//     for (auto i = c.first(GPUOS_ELEMS_PER_TILE) + threadIdx.x; i < c.last(GPUOS_ELEMS_PER_TILE, a.n);
+//          i += blockDim.x) a.x[i] *= a.k;
+//   }
+//   GPUOS_OPERATOR(scale, ScaleArgs, scale_tile)
+//
+// A tile function may use threadIdx/blockDim (blockDim.x == GPUOS_BLOCK_THREADS), __syncthreads() (all
+// threads of the block enter the tile function together), ctx.smem, and ctx.scratch. It must not
+// return before the other threads of its block when it uses __syncthreads, and must not wait on other
+// tiles (tiles of one task run in any order, possibly on one block). An optional finish function runs
+// once, on one block, after every tile of the task has finished (GPUOS_OPERATOR_WITH_FINISH).
+// The signature is checked at compile time: a wrong one is an error that names the operator.
+#ifndef GPUOS_OP_CUH
+#define GPUOS_OP_CUH
+
+#include "gpuos/abi.h"
+
+#include <cuda/std/type_traits>
+
+namespace gpuos {
+
+/// What a tile knows about itself. Passed by const reference; lives in the block's shared memory.
+struct TileCtx {
+  unsigned int tile;   ///< this tile, 0..tiles-1
+  unsigned int tiles;  ///< tiles of the task
+  unsigned long long ticket;  ///< the task's ticket
+  void* smem;                 ///< GPUOS_TILE_SMEM_BYTES of shared memory for this tile
+  double* scratch;            ///< one per-task float64 word, zero when the task starts (atomics OK)
+
+  /// First element of this tile when each tile covers `per_tile` elements.
+  __device__ unsigned long long first(unsigned long long per_tile) const {
+    return static_cast<unsigned long long>(tile) * per_tile;
+  }
+  /// One past the last element of this tile, clamped to n.
+  __device__ unsigned long long last(unsigned long long per_tile, unsigned long long n) const {
+    unsigned long long e = first(per_tile) + per_tile;
+    return e < n ? e : n;
+  }
+};
+
+/// The jump-table signature every operator is adapted to.
+using TileFn = void (*)(const void* args, const TileCtx& ctx);
+
+/// One row of an image's jump table.
+struct OpEntry {
+  TileFn tile;         ///< nullptr: no operator at this id
+  TileFn finish;       ///< nullptr: none
+  unsigned int arg_bytes;
+  unsigned int flags;
+};
+
+namespace detail {
+template <class Args, class Fn>
+inline constexpr bool tile_signature_ok =
+    cuda::std::is_same_v<Fn, void (*)(const Args&, const TileCtx&)>;
+}  // namespace detail
+
+}  // namespace gpuos
+
+#define GPUOS_OP_CHECK_(NAME, ARGS, FN)                                                                 \
+  static_assert(cuda::std::is_trivially_copyable_v<ARGS>,                                            \
+                "gpuos operator '" #NAME "': argument struct " #ARGS " must be trivially copyable"); \
+  static_assert(sizeof(ARGS) <= GPUOS_MAX_ARG_BYTES,                                                 \
+                "gpuos operator '" #NAME "': argument struct " #ARGS " exceeds GPUOS_MAX_ARG_BYTES"); \
+  static_assert(::gpuos::detail::tile_signature_ok<ARGS, decltype(&FN)>,                              \
+                "gpuos operator '" #NAME "': " #FN " must be declared as "                           \
+                "__device__ void " #FN "(const " #ARGS "&, const gpuos::TileCtx&)");
+
+/// Declares operator NAME: emits the adapter gpuos_op_NAME_tile and the jump-table row
+/// gpuos_op_NAME_entry (an image's table holds the rows' addresses).
+#define GPUOS_OPERATOR(NAME, ARGS, TILE_FN)                                                        \
+  GPUOS_OP_CHECK_(NAME, ARGS, TILE_FN)                                                             \
+  extern "C" __device__ void gpuos_op_##NAME##_tile(const void* a, const ::gpuos::TileCtx& c) {    \
+    TILE_FN(*static_cast<const ARGS*>(a), c);                                                      \
+  }                                                                                                \
+  extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
+      &gpuos_op_##NAME##_tile, nullptr, sizeof(ARGS), 0u};
+
+/// As GPUOS_OPERATOR, with a finish function run once, on one block, after all tiles.
+#define GPUOS_OPERATOR_WITH_FINISH(NAME, ARGS, TILE_FN, FINISH_FN)                                 \
+  GPUOS_OP_CHECK_(NAME, ARGS, TILE_FN)                                                             \
+  static_assert(::gpuos::detail::tile_signature_ok<ARGS, decltype(&FINISH_FN)>,                     \
+                "gpuos operator '" #NAME "': finish function " #FINISH_FN " must be declared as "  \
+                "__device__ void " #FINISH_FN "(const " #ARGS "&, const gpuos::TileCtx&)");        \
+  extern "C" __device__ void gpuos_op_##NAME##_tile(const void* a, const ::gpuos::TileCtx& c) {    \
+    TILE_FN(*static_cast<const ARGS*>(a), c);                                                      \
+  }                                                                                                \
+  extern "C" __device__ void gpuos_op_##NAME##_finish(const void* a, const ::gpuos::TileCtx& c) {  \
+    FINISH_FN(*static_cast<const ARGS*>(a), c);                                                    \
+  }                                                                                                \
+  extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
+      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_finish, sizeof(ARGS), 0u};
+
+/// Operator with no arguments.
+#define GPUOS_OPERATOR_NOARGS(NAME, TILE_FN)                                                       \
+  static_assert(cuda::std::is_same_v<decltype(&TILE_FN), void (*)(const ::gpuos::TileCtx&)>,        \
+                "gpuos operator '" #NAME "': " #TILE_FN " must be declared as "                    \
+                "__device__ void " #TILE_FN "(const gpuos::TileCtx&)");                            \
+  extern "C" __device__ void gpuos_op_##NAME##_tile(const void*, const ::gpuos::TileCtx& c) {      \
+    TILE_FN(c);                                                                                    \
+  }                                                                                                \
+  extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
+      &gpuos_op_##NAME##_tile, nullptr, 0u, 0u};
+
+#endif  // GPUOS_OP_CUH

@@ -1,0 +1,388 @@
+// The resident kernel: one cooperative launch that stays on the GPU and runs tasks.
+//
+// Block 0 is the front end: it polls the submission ring in mapped host memory, reading a window of
+// slots in one PCIe round trip (each slot's chunks are stamped, so one read says both "there is work"
+// and what it is), and copies what is ready into the device queue (device memory, L2) before advancing
+// `head`. A lone single-tile task it runs itself, so an idle system answers in one round trip.
+// Every other block is a worker: it claims the next ticket, waits for `head` to pass it, and runs the
+// task's tiles; a task with more tiles goes on the board, where idle workers find it and take tiles too,
+// so a large task spreads over the whole grid. The block that finishes a task's last tile writes its
+// completion record to mapped host memory.
+//
+// Nothing here lives in a __device__ global: all state is in LaunchParams' memory, allocated by the host,
+// so the kernel can exit (suspend, image change) and be launched again without losing a task.
+#include <cooperative_groups.h>
+#include <cuda/atomic>
+
+#include "gpuos/abi.h"
+#include "gpuos/op.cuh"
+
+extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS];
+extern "C" __device__ const unsigned int gpuos_image_abi_version = GPUOS_ABI_VERSION;
+
+namespace gpuos::kern {
+using namespace gpuos::abi;
+
+// ---- memory-model helpers ------------------------------------------------------------------------
+template <class T>
+using dev_ref = cuda::atomic_ref<T, cuda::thread_scope_device>;
+
+template <class T>
+__device__ __forceinline__ T load_acquire(T& x) {
+  return dev_ref<T>(x).load(cuda::memory_order_acquire);
+}
+template <class T>
+__device__ __forceinline__ void store_release(T& x, T v) {
+  dev_ref<T>(x).store(v, cuda::memory_order_release);
+}
+
+/// One 16-byte read of mapped host memory (a single PCIe read; never cached).
+__device__ __forceinline__ uint4 load_sys_v4(const void* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned long long load_sys_u64(const void* p) {
+  unsigned long long v;
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+/// One 16-byte posted write to mapped host memory.
+__device__ __forceinline__ void store_sys_v4(void* p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void store_sys_u64(void* p, unsigned long long v) {
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// ---- per-block shared state ----------------------------------------------------------------------
+enum Action : uint32_t { kIdle, kRunOwn, kHelp, kExit };
+
+struct BlockShared {
+  Payload payload;  // the task being run (args read from here by every thread)
+  TileCtx ctx;
+  double local_scratch;  // scratch of a task the front end runs itself
+  uint64_t ticket;
+  uint32_t action;
+  uint32_t valid;  // claim valid / window readiness
+  uint32_t tile;
+  uint32_t last;  // this block finished the task's last tile
+  uint32_t board_slot;
+  uint32_t stop;
+  uint32_t tiles0;
+};
+
+/// Why a payload cannot run, or kTaskOk.
+__device__ __forceinline__ uint32_t validate(const Payload& p, const OpEntry*& e) {
+  e = p.op < GPUOS_MAX_OPS ? gpuos_op_table[p.op] : nullptr;
+  if (!e || !e->tile) return kTaskBadOp;
+  if (e->arg_bytes != p.arg_bytes || p.tiles == 0 || p.tiles > GPUOS_MAX_TILES) return kTaskBadArgs;
+  return kTaskOk;
+}
+
+/// Runs tile `tile` of the task in sh.payload on this block. All threads call it.
+__device__ __forceinline__ void run_tile(BlockShared& sh, void* smem, uint32_t tile, uint64_t ticket,
+                                         double* scratch) {
+  const OpEntry* e;
+  const uint32_t st = validate(sh.payload, e);
+  if (threadIdx.x == 0) {
+    sh.ctx.tile = tile;
+    sh.ctx.tiles = sh.payload.tiles;
+    sh.ctx.ticket = ticket;
+    sh.ctx.smem = smem;
+    sh.ctx.scratch = scratch;
+  }
+  __syncthreads();
+  if (st == kTaskOk) e->tile(sh.payload.args, sh.ctx);
+  __syncthreads();
+}
+
+/// Runs the finish function (if any) and writes the completion record. All threads call it, after the
+/// task's last tile; the tiles' writes are made visible to the host before the record.
+__device__ __forceinline__ void complete(const LaunchParams& p, BlockShared& sh, uint64_t ticket) {
+  const OpEntry* e;
+  const uint32_t st = validate(sh.payload, e);
+  if (st == kTaskOk && e->finish) {
+    e->finish(sh.payload.args, sh.ctx);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    const uint32_t detail = st == kTaskOk ? 0u : sh.payload.op;
+    store_sys_v4(&p.completions[ticket & ((1ull << p.log2_capacity) - 1)],
+                 make_uint4(static_cast<uint32_t>(ticket + 1), static_cast<uint32_t>((ticket + 1) >> 32),
+                            st, detail));
+  }
+}
+
+/// Loads a device-queue entry's payload into shared memory (12 threads, 8 bytes each).
+__device__ __forceinline__ void load_payload(BlockShared& sh, const DqEntry& e) {
+  static_assert(sizeof(Payload) == 12 * 8);
+  if (threadIdx.x < 12) {
+    reinterpret_cast<unsigned long long*>(&sh.payload)[threadIdx.x] =
+        reinterpret_cast<const volatile unsigned long long*>(&e.payload)[threadIdx.x];
+  }
+}
+
+/// Takes tiles of the task in `e` until none is left. `board_slot` is where the task is (or will be)
+/// on the board; `insert` says whether this block may put it there. All threads call it.
+__device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, DqEntry& e,
+                           uint32_t board_slot_hint, bool may_insert, uint64_t board_value) {
+  DeviceState& s = *p.state;
+  bool inserted = false;
+  uint32_t slot = board_slot_hint;
+  for (;;) {
+    if (threadIdx.x == 0) {
+      // acq_rel: a valid claim must see the payload the front end wrote before arming the entry; the
+      // acquire also drops this SM's stale L1 lines, so the tile reads what earlier tasks wrote.
+      const uint64_t old = dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne, cuda::memory_order_acq_rel);
+      const int32_t rem = claim_remaining(old);
+      sh.valid = rem > 0;
+      sh.tile = static_cast<uint32_t>(rem - 1);
+      if (rem > 0) {
+        sh.ticket = load_acquire(e.ticket);
+        // More tiles left: advertise the task so idle blocks help.
+        if (rem > 1 && may_insert && !inserted) {
+          const uint64_t v = sh.ticket + 1;
+          for (uint32_t k = 0; k < kBoardSize; ++k) {
+            const uint32_t i = static_cast<uint32_t>(sh.ticket + k) % kBoardSize;
+            uint64_t expect = 0;
+            if (dev_ref<uint64_t>(s.board[i]).compare_exchange_strong(expect, v,
+                                                                      cuda::memory_order_acq_rel)) {
+              inserted = true;
+              slot = i;
+              board_value = v;
+              break;
+            }
+          }
+        }
+      } else if (inserted || !may_insert) {
+        // Exhausted: take the task off the board (no-op if someone already did).
+        uint64_t expect = board_value;
+        if (slot < kBoardSize)
+          dev_ref<uint64_t>(s.board[slot]).compare_exchange_strong(expect, 0ull, cuda::memory_order_relaxed);
+      }
+    }
+    __syncthreads();
+    if (!sh.valid) break;
+    load_payload(sh, e);
+    __syncthreads();
+    const uint64_t ticket = sh.ticket;
+    run_tile(sh, smem, sh.tile, ticket, &e.scratch);
+    if (threadIdx.x == 0) {
+      __threadfence();
+      sh.last = dev_ref<uint32_t>(e.pending).fetch_sub(1u, cuda::memory_order_acq_rel) == 1u;
+    }
+    __syncthreads();
+    if (sh.last) complete(p, sh, ticket);
+    __syncthreads();
+  }
+}
+
+// ---- front end ---------------------------------------------------------------------------------------
+inline constexpr uint32_t kMaxWindow = 128;  // slots per poll: 1024 chunks, 4 per thread
+inline constexpr uint32_t kLoadsPerThread = kMaxWindow * kSlotChunks / GPUOS_BLOCK_THREADS;
+static_assert(kLoadsPerThread * GPUOS_BLOCK_THREADS == kMaxWindow * kSlotChunks);
+
+__device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
+  DeviceState& s = *p.state;
+  const uint64_t mask = (1ull << p.log2_capacity) - 1;
+  uint64_t head = load_acquire(s.head);
+  uint32_t window = 1;
+  const unsigned tid = threadIdx.x;
+  for (uint64_t iter = 0;; ++iter) {
+    if (tid == 0) sh.valid = window;  // becomes the index of the first slot that is not ready
+    __syncthreads();
+    // All reads of the ring and the control word go out together: one round trip.
+    unsigned long long stop_run = 0;
+    if (tid == 0) stop_run = load_sys_u64(&p.control->stop_run);
+    uint4 v[kLoadsPerThread];
+    const uint32_t nchunks = window * kSlotChunks;
+#pragma unroll
+    for (uint32_t k = 0; k < kLoadsPerThread; ++k) {
+      const uint32_t ci = tid + k * GPUOS_BLOCK_THREADS;
+      if (ci < nchunks) v[k] = load_sys_v4(&p.ring[(head + ci / kSlotChunks) & mask].c[ci % kSlotChunks]);
+    }
+#pragma unroll
+    for (uint32_t k = 0; k < kLoadsPerThread; ++k) {
+      const uint32_t ci = tid + k * GPUOS_BLOCK_THREADS;
+      if (ci < nchunks && v[k].w != stamp_of(head + ci / kSlotChunks, p.log2_capacity))
+        atomicMin(&sh.valid, ci / kSlotChunks);
+    }
+    if (tid == 0) {
+      sh.stop = stop_run == p.run_id;
+      sh.tiles0 = v[0].y;  // chunk 0 of slot 0: op|arg_bytes, tiles, args[0..3]
+    }
+    __syncthreads();
+    const uint32_t ready = sh.valid;
+    const bool stop = sh.stop, lone = ready == 1 && sh.tiles0 == 1;
+    __syncthreads();  // everyone has read sh before thread 0 writes it again
+    if (stop) break;  // what this poll saw stays in the ring for the next launch
+
+    if (tid == 0 && (iter & 63) == 0) {
+      store_sys_u64(&p.control->heartbeat, iter + 1);
+      store_sys_u64(&p.control->fetched, head);
+    }
+    if (ready == 0) {
+      window = 1;
+      continue;
+    }
+
+    if (lone) {
+      // Lone single-tile task: run it here, no hand-off. Its entry is never armed, so the worker that
+      // claims this ticket finds no tile (the entry's claim word is exhausted since its last use).
+      if (tid < kSlotChunks) {
+        auto* w = reinterpret_cast<uint32_t*>(&sh.payload) + 3 * tid;
+        w[0] = v[0].x;
+        w[1] = v[0].y;
+        w[2] = v[0].z;
+      }
+      if (tid == 0) sh.local_scratch = 0.0;
+      __syncthreads();
+      run_tile(sh, smem, 0, head, &sh.local_scratch);
+      complete(p, sh, head);
+      __syncthreads();
+    } else {
+      // Copy the ready slots into the device queue, arm each entry, then publish them all.
+#pragma unroll
+      for (uint32_t k = 0; k < kLoadsPerThread; ++k) {
+        const uint32_t ci = tid + k * GPUOS_BLOCK_THREADS;
+        if (ci < ready * kSlotChunks) {
+          const uint64_t t = head + ci / kSlotChunks;
+          DqEntry& e = p.dq[t & mask];
+          auto* w = reinterpret_cast<uint32_t*>(&e.payload) + 3 * (ci % kSlotChunks);
+          w[0] = v[k].x;
+          w[1] = v[k].y;
+          w[2] = v[k].z;
+          if (ci % kSlotChunks == 0) {
+            const uint32_t tiles = (v[k].y == 0 || v[k].y > GPUOS_MAX_TILES) ? 1u : v[k].y;
+            e.ticket = t;
+            e.pending = tiles;
+            e.scratch = 0.0;
+          }
+        }
+      }
+      __threadfence();
+      __syncthreads();
+#pragma unroll
+      for (uint32_t k = 0; k < kLoadsPerThread; ++k) {
+        const uint32_t ci = tid + k * GPUOS_BLOCK_THREADS;
+        if (ci < ready * kSlotChunks && ci % kSlotChunks == 0) {
+          const uint64_t t = head + ci / kSlotChunks;
+          const uint32_t tiles = (v[k].y == 0 || v[k].y > GPUOS_MAX_TILES) ? 1u : v[k].y;
+          dev_ref<uint64_t>(p.dq[t & mask].claim).exchange(make_claim(tiles, t), cuda::memory_order_release);
+        }
+      }
+      __syncthreads();
+    }
+    head += ready;
+    if (tid == 0) store_release(s.head, head);
+    window = ready == window ? (window < kMaxWindow ? window * 2 : window) : (window > 1 ? window / 2 : 1);
+    if (window < ready) window = ready;
+  }
+  if (tid == 0) {
+    store_sys_u64(&p.control->fetched, head);
+    store_release(s.closed, 1u);
+  }
+}
+
+// ---- workers -----------------------------------------------------------------------------------------
+__device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
+  DeviceState& s = *p.state;
+  const uint64_t mask = (1ull << p.log2_capacity) - 1;
+  uint64_t mine = 0;
+  bool have = false;
+  uint32_t backoff = 0;
+  for (;;) {
+    if (threadIdx.x < 32) {
+      uint32_t action = kIdle;
+      uint64_t help = 0;
+      uint32_t help_slot = 0;
+      if (threadIdx.x == 0) {
+        if (!have) {
+          mine = dev_ref<uint64_t>(s.claim).fetch_add(1ull, cuda::memory_order_relaxed);
+          have = true;
+        }
+        if (mine < load_acquire(s.head)) {
+          action = kRunOwn;
+        } else if (load_acquire(s.closed)) {
+          action = mine < load_acquire(s.head) ? kRunOwn : kExit;
+        }
+      }
+      action = __shfl_sync(0xffffffffu, action, 0);
+      if (action == kIdle) {
+        // Look for a multi-tile task with tiles left; start at a block-specific slot to spread helpers.
+        const uint32_t lane = threadIdx.x;
+        const uint32_t base = blockIdx.x % kBoardSize;
+        const uint32_t i0 = (base + lane) % kBoardSize, i1 = (base + lane + 32) % kBoardSize;
+        const uint64_t b0 = dev_ref<uint64_t>(s.board[i0]).load(cuda::memory_order_relaxed);
+        const uint64_t b1 = dev_ref<uint64_t>(s.board[i1]).load(cuda::memory_order_relaxed);
+        const uint32_t m0 = __ballot_sync(0xffffffffu, b0 != 0), m1 = __ballot_sync(0xffffffffu, b1 != 0);
+        if (m0 | m1) {
+          const int src = m0 ? __ffs(m0) - 1 : __ffs(m1) - 1;
+          help = __shfl_sync(0xffffffffu, m0 ? b0 : b1, src);
+          help_slot = m0 ? (base + src) % kBoardSize : (base + src + 32) % kBoardSize;
+          action = kHelp;
+        }
+      }
+      if (threadIdx.x == 0) {
+        sh.action = action;
+        sh.ticket = action == kHelp ? help : mine;
+        sh.board_slot = help_slot;
+      }
+    }
+    __syncthreads();
+    const uint32_t action = sh.action;
+    const uint64_t t = sh.ticket;
+    const uint32_t bslot = sh.board_slot;
+    __syncthreads();
+    if (action == kExit) return;
+    if (action == kRunOwn) {
+      backoff = 0;
+      work_entry(p, sh, smem, p.dq[t & mask], kBoardSize, true, 0);
+      if (threadIdx.x == 0) have = false;
+    } else if (action == kHelp) {
+      backoff = 0;
+      work_entry(p, sh, smem, p.dq[(t - 1) & mask], bslot, false, t);
+    } else {
+      // Nothing to do: back off a little so idle blocks do not saturate L2 with polls.
+      backoff = backoff < 1024 ? backoff + 64 : backoff;
+      __nanosleep(backoff);
+    }
+  }
+}
+
+}  // namespace gpuos::kern
+
+extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS)
+    gpuos_main(const gpuos::abi::LaunchParams p) {
+  using namespace gpuos::kern;
+  __shared__ BlockShared sh;
+  __shared__ __align__(16) unsigned char tile_smem[GPUOS_TILE_SMEM_BYTES];
+  gpuos::abi::DeviceState& s = *p.state;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    // A fresh run: every published task of the last run was finished before it exited, so claims
+    // restart at head; the board may hold stale (exhausted) entries.
+    s.claim = s.head;
+    s.closed = 0;
+    s.launches += 1;
+    for (uint32_t i = 0; i < gpuos::abi::kBoardSize; ++i) s.board[i] = 0;
+    __threadfence();
+  }
+  cooperative_groups::this_grid().sync();
+  if (blockIdx.x == 0) {
+    if (threadIdx.x == 0) {
+      store_sys_u64(&p.control->abi_version, GPUOS_ABI_VERSION);
+      __threadfence_system();
+      store_sys_u64(&p.control->started_run, p.run_id);
+    }
+    front_end(p, sh, tile_smem);
+  } else {
+    worker(p, sh, tile_smem);
+  }
+}

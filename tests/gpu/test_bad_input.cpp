@@ -1,0 +1,87 @@
+// Bad input on a running system: a clear error, nothing lost, no hang.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+
+#include "gpu_fixture.hpp"
+#include "gpuos/abi.h"
+
+using namespace gpuos;
+using namespace std::chrono_literals;
+
+namespace {
+gpuos_status submit_raw(gpuos_runtime* rt, uint32_t op, uint32_t tiles, const void* args, uint32_t bytes) {
+  gpuos_task t{op, tiles, args, bytes, 0};
+  uint64_t k = 0;
+  return gpuos_submit(rt, &t, &k);
+}
+std::string last() { return gpuos_last_error(); }
+}  // namespace
+
+TEST_CASE("malformed tasks are refused at submit and nothing is issued") {
+  Runtime rt;
+  gpuos_runtime* h = rt.handle();
+  gpuos_binary_args args{};
+  unsigned char big[200] = {};
+
+  CHECK(submit_raw(h, 200, 1, nullptr, 0) == GPUOS_ERR_INVALID_ARG);
+  CHECK(last().find("unknown operator id 200") != std::string::npos);
+  CHECK(submit_raw(h, 100000, 1, nullptr, 0) == GPUOS_ERR_INVALID_ARG);
+  CHECK(submit_raw(h, GPUOS_OP_ADD, 1, &args, 0) == GPUOS_ERR_INVALID_ARG);  // zero-size arguments
+  CHECK(last().find("'add' takes 32 bytes") != std::string::npos);
+  CHECK(submit_raw(h, GPUOS_OP_ADD, 1, &args, 16) == GPUOS_ERR_INVALID_ARG);
+  CHECK(submit_raw(h, GPUOS_OP_ADD, 1, big, sizeof(big)) == GPUOS_ERR_INVALID_ARG);  // oversized
+  CHECK(last().find("exceed 88") != std::string::npos);
+  CHECK(submit_raw(h, GPUOS_OP_ADD, 1, nullptr, sizeof(args)) == GPUOS_ERR_INVALID_ARG);
+  CHECK(submit_raw(h, GPUOS_OP_ADD, 0, &args, sizeof(args)) == GPUOS_ERR_INVALID_ARG);  // zero tiles
+  CHECK(submit_raw(h, GPUOS_OP_ADD, GPUOS_MAX_TILES + 1, &args, sizeof(args)) == GPUOS_ERR_INVALID_ARG);
+  uint64_t k = 0;
+  CHECK(gpuos_submit(h, nullptr, &k) == GPUOS_ERR_INVALID_ARG);
+
+  // A batch with one bad task submits none of them.
+  gpuos_task batch[3] = {{GPUOS_OP_NOP, 1, nullptr, 0, 0}, {77, 1, nullptr, 0, 0}, {GPUOS_OP_NOP, 1, nullptr, 0, 0}};
+  CHECK(gpuos_submit_batch(h, batch, 3, &k) == GPUOS_ERR_INVALID_ARG);
+  CHECK(last().find("task 1:") != std::string::npos);
+  CHECK(gpuos_submit_batch(h, batch, 0, &k) == GPUOS_ERR_INVALID_ARG);
+
+  CHECK(rt.stats().submitted == 0);
+  // The system still works afterwards.
+  CHECK(rt.wait(rt.submit(ops::nop()), 5s));
+  CHECK(gpuos_wait(h, 12345, 0) == GPUOS_ERR_INVALID_ARG);  // never issued
+}
+
+TEST_CASE("a device that does not exist is a clear error") {
+  Options o;
+  o.device = 99;
+  gpuos_runtime* rt = nullptr;
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_NO_DEVICE);
+  CHECK(last().find("device 99 does not exist") != std::string::npos);
+  CHECK(rt == nullptr);
+}
+
+TEST_CASE("submit after shutdown is refused; earlier tasks were drained and can still be waited on") {
+  Runtime rt;
+  const Ticket t = rt.submit(ops::nop());
+  rt.shutdown();
+  CHECK(rt.wait(t, 0ns));  // drained by shutdown
+  try {
+    rt.submit(ops::nop());
+    FAIL("submit after shutdown must fail");
+  } catch (const Error& e) {
+    CHECK(e.status() == GPUOS_ERR_UNAVAILABLE);
+  }
+  CHECK_THROWS_AS(rt.resume(), Error);
+  rt.shutdown();  // idempotent
+}
+
+TEST_CASE("an SM budget launches fewer blocks") {
+  Options o;
+  o.sm_budget = 8;
+  const DeviceInfo all = query_device(), some = query_device(o);
+  CHECK(some.grid_blocks == some.blocks_per_sm * 8);
+  CHECK(some.grid_blocks < all.grid_blocks);
+  Runtime rt(o);
+  CHECK(rt.device_info().grid_blocks == some.grid_blocks);
+  CHECK(rt.wait(rt.submit(ops::nop()), 5s));
+}

@@ -1,0 +1,104 @@
+// Every built-in operator against a CPU reference, at sizes that hit one tile, many tiles, partial
+// tiles and unaligned pointers.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "gpu_fixture.hpp"
+
+using namespace gpuos;
+using namespace std::chrono_literals;
+
+namespace {
+const size_t kSizes[] = {1, 255, 256, 4096, 4097, 40000, (1u << 20) + 3, 16u << 20};
+
+size_t mismatches(const std::vector<float>& got, const std::vector<float>& want) {
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) bad += got[i] != want[i];
+  return bad;
+}
+}  // namespace
+
+TEST_CASE("element-wise built-ins match the CPU") {
+  const size_t max_n = 16u << 20;
+  test::DeviceBuffer a(max_n + 1), b(max_n + 1), out(max_n + 1);
+  Runtime rt;
+  for (size_t n : kSizes) {
+    for (size_t off : {size_t(0), size_t(1)}) {  // off = 1: pointers not 16-byte aligned
+      CAPTURE(n);
+      CAPTURE(off);
+      const auto ha = test::random_floats(n, n * 3 + off), hb = test::random_floats(n, n * 7 + off);
+      a.upload(ha, off);
+      b.upload(hb, off);
+      float* pa = a.get() + off;
+      float* pb = b.get() + off;
+      float* po = out.get() + off;
+      std::vector<float> want(n);
+
+      CHECK(rt.wait(rt.submit(ops::add(po, pa, pb, n)), 10s));
+      for (size_t i = 0; i < n; ++i) want[i] = ha[i] + hb[i];
+      CHECK(mismatches(out.download(n, off), want) == 0);
+
+      CHECK(rt.wait(rt.submit(ops::mul(po, pa, pb, n)), 10s));
+      for (size_t i = 0; i < n; ++i) want[i] = ha[i] * hb[i];
+      CHECK(mismatches(out.download(n, off), want) == 0);
+
+      CHECK(rt.wait(rt.submit(ops::copy(po, pa, n)), 10s));
+      CHECK(mismatches(out.download(n, off), ha) == 0);
+
+      CHECK(rt.wait(rt.submit(ops::fill(po, 0.5f + float(n % 7), n)), 10s));
+      CHECK(mismatches(out.download(n, off), std::vector<float>(n, 0.5f + float(n % 7))) == 0);
+
+      // y = alpha * x + y, in place on b.
+      CHECK(rt.wait(rt.submit(ops::axpy(pb, -1.5f, pa, n)), 10s));
+      for (size_t i = 0; i < n; ++i) want[i] = std::fma(-1.5f, ha[i], hb[i]);
+      CHECK(mismatches(b.download(n, off), want) == 0);
+    }
+  }
+  // Nothing outside [off, off + n) was written by the last, largest add: check the element after it.
+  const auto ha = test::random_floats(100, 1);
+  out.upload(std::vector<float>(2, 42.0f), 100);
+  a.upload(ha);
+  CHECK(rt.wait(rt.submit(ops::copy(out.get(), a.get(), 100)), 10s));
+  CHECK(out.download(2, 100) == std::vector<float>(2, 42.0f));
+}
+
+TEST_CASE("sum reduces in float64 across tiles") {
+  const size_t max_n = 16u << 20;
+  test::DeviceBuffer x(max_n + 1), out(1);
+  Runtime rt;
+  for (size_t n : kSizes) {
+    for (size_t off : {size_t(0), size_t(1)}) {
+      CAPTURE(n);
+      CAPTURE(off);
+      const auto hx = test::random_floats(n, n + off);
+      x.upload(hx, off);
+      out.upload({12345.0f});
+      CHECK(rt.wait(rt.submit(ops::sum(out.get(), x.get() + off, n)), 10s));
+      double ref = 0, mag = 0;
+      for (float v : hx) {
+        ref += v;
+        mag += std::fabs(v);
+      }
+      const float got = out.download(1)[0];
+      CHECK(std::fabs(double(got) - ref) <= 1e-6 * mag + 1e-6);
+    }
+  }
+}
+
+TEST_CASE("many multi-tile tasks in flight at once") {
+  // 64 tasks of 1M elements each, all submitted before any wait: the board spreads their tiles.
+  constexpr size_t n = 1u << 20, k = 64;
+  test::DeviceBuffer a(n * k), out(n * k);
+  const auto ha = test::random_floats(n * k, 99);
+  a.upload(ha);
+  Runtime rt;
+  std::vector<Ticket> ts;
+  for (size_t i = 0; i < k; ++i) ts.push_back(rt.submit(ops::mul(out.get() + i * n, a.get() + i * n, a.get() + i * n, n)));
+  for (Ticket t : ts) CHECK(rt.wait(t, 20s));
+  std::vector<float> want(n * k);
+  for (size_t i = 0; i < n * k; ++i) want[i] = ha[i] * ha[i];
+  CHECK(mismatches(out.download(), want) == 0);
+}

@@ -1,0 +1,83 @@
+// The slot encoding: one read of a slot must say both "ready" and what the task is, and a torn or stale
+// slot must never look ready.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <random>
+
+#include "gpuos/abi.h"
+#include "gpuos/builtin_ops.h"
+
+using namespace gpuos::abi;
+
+namespace {
+Payload random_payload(std::mt19937_64& rng) {
+  Payload p;
+  std::memset(&p, 0, sizeof(p));
+  p.op = static_cast<uint16_t>(rng() % GPUOS_MAX_OPS);
+  p.arg_bytes = static_cast<uint16_t>(rng() % (GPUOS_MAX_ARG_BYTES + 1));
+  p.tiles = static_cast<uint32_t>(rng() % GPUOS_MAX_TILES) + 1;
+  for (auto& b : p.args) b = static_cast<unsigned char>(rng());
+  return p;
+}
+}  // namespace
+
+TEST_CASE("a slot round-trips its payload and stamp") {
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 1000; ++i) {
+    const Payload p = random_payload(rng);
+    const uint64_t t = rng() >> 8;
+    Slot s;
+    encode_slot(p, stamp_of(t, 16), s);
+    Payload q;
+    REQUIRE(decode_slot(s, stamp_of(t, 16), q));
+    CHECK(std::memcmp(&p, &q, sizeof(p)) == 0);
+  }
+}
+
+TEST_CASE("a slot with any chunk from another lap is not ready") {
+  std::mt19937_64 rng(2);
+  const uint32_t log2 = 6;
+  const uint64_t t = 1000;
+  Slot now, before;
+  encode_slot(random_payload(rng), stamp_of(t, log2), now);
+  encode_slot(random_payload(rng), stamp_of(t - (1u << log2), log2), before);
+  for (uint32_t torn = 0; torn < kSlotChunks; ++torn) {
+    Slot s = now;
+    s.c[torn] = before.c[torn];
+    Payload q;
+    CHECK_FALSE(decode_slot(s, stamp_of(t, log2), q));
+  }
+  Payload q;
+  CHECK_FALSE(decode_slot(before, stamp_of(t, log2), q));
+}
+
+TEST_CASE("zeroed memory never looks like a task") {
+  Slot zero;
+  std::memset(&zero, 0, sizeof(zero));
+  Payload q;
+  CHECK_FALSE(decode_slot(zero, stamp_of(0, 16), q));
+  CHECK(stamp_of(0, 16) != 0);
+  CHECK(stamp_of((1ull << 16) - 1, 16) == stamp_of(0, 16));
+  CHECK(stamp_of(1ull << 16, 16) != stamp_of(0, 16));
+}
+
+TEST_CASE("claim words: remaining count and tag") {
+  uint64_t c = make_claim(3, 0x1234567890ull);
+  CHECK(claim_remaining(c) == 3);
+  CHECK(static_cast<uint32_t>(c) == 0x34567890u);
+  for (int i = 2; i >= -5; --i) {
+    c -= kClaimOne;
+    CHECK(claim_remaining(c) == i);
+    CHECK(static_cast<uint32_t>(c) == 0x34567890u);  // decrements never disturb the tag
+  }
+  CHECK(claim_remaining(0) == 0);  // a zeroed entry hands out nothing
+}
+
+TEST_CASE("tile counts of the built-ins") {
+  CHECK(gpuos_tiles_for(0) == 1);
+  CHECK(gpuos_tiles_for(1) == 1);
+  CHECK(gpuos_tiles_for(GPUOS_ELEMS_PER_TILE) == 1);
+  CHECK(gpuos_tiles_for(GPUOS_ELEMS_PER_TILE + 1) == 2);
+  CHECK(gpuos_tiles_for(64ull << 20) == 16384);
+}

@@ -1,0 +1,80 @@
+// The C ABI's handling of bad input that needs no GPU, and of a machine without a usable device.
+#include <doctest/doctest.h>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <string>
+
+#include "gpuos/gpuos.h"
+#include "gpuos/gpuos.hpp"
+
+TEST_CASE("every status has a name") {
+  for (int s = GPUOS_OK; s <= GPUOS_ERR_INTERNAL; ++s)
+    CHECK(std::string(gpuos_status_name(static_cast<gpuos_status>(s))).rfind("GPUOS_", 0) == 0);
+  CHECK(std::string(gpuos_status_name(static_cast<gpuos_status>(999))) == "GPUOS_ERR_UNKNOWN");
+}
+
+TEST_CASE("options: defaults and validation before any device is touched") {
+  gpuos_options o;
+  gpuos_options_init(&o);
+  CHECK(o.struct_size == sizeof(gpuos_options));
+  CHECK(o.queue_capacity == 65536);
+  CHECK(o.device == 0);
+
+  gpuos_runtime* rt = reinterpret_cast<gpuos_runtime*>(0x1);
+  o.queue_capacity = 100;  // not a power of two
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+  CHECK(rt == nullptr);
+  CHECK(std::string(gpuos_last_error()).find("power of two") != std::string::npos);
+
+  gpuos_options_init(&o);
+  o.queue_capacity = 32;  // too small
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+  gpuos_options_init(&o);
+  o.struct_size = 8;
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+  CHECK(std::string(gpuos_last_error()).find("struct_size") != std::string::npos);
+}
+
+TEST_CASE("NULL handles and outputs are rejected, not dereferenced") {
+  uint64_t t = 0;
+  gpuos_task task{};
+  CHECK(gpuos_create(nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_submit(nullptr, &task, &t) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_try_submit(nullptr, &task, &t) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_submit_batch(nullptr, &task, 1, &t) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_wait(nullptr, 0, 0) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_drain(nullptr, 0) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_get_stats(nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_suspend(nullptr) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_resume(nullptr) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_query_device(nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_destroy(nullptr) == GPUOS_OK);
+}
+
+TEST_CASE("without a CUDA driver, booting fails with a clear GPUOS_ERR_NO_DEVICE") {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) h = dlopen("libcuda.so.1", RTLD_NOW);
+  if (h) {
+    dlclose(h);
+    MESSAGE("a CUDA driver is installed here: the no-driver path is not exercised on this machine");
+    return;
+  }
+  gpuos_options o;
+  gpuos_options_init(&o);
+  gpuos_runtime* rt = nullptr;
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_NO_DEVICE);
+  CHECK(rt == nullptr);
+  CHECK(std::string(gpuos_last_error()).find("libcuda.so.1") != std::string::npos);
+  gpuos_device_info info;
+  CHECK(gpuos_query_device(&o, &info) == GPUOS_ERR_NO_DEVICE);
+  // The C++ API reports the same as an exception carrying the status.
+  try {
+    gpuos::Runtime r;
+    FAIL("booting without a driver must throw");
+  } catch (const gpuos::Error& e) {
+    CHECK(e.status() == GPUOS_ERR_NO_DEVICE);
+    CHECK(std::string(e.what()).find("GPUOS_ERR_NO_DEVICE") != std::string::npos);
+  }
+}
