@@ -248,10 +248,13 @@ void Runtime::shutdown() noexcept {
   ring_ = nullptr;
   completions_ = nullptr;
   control_ = nullptr;
+  // A sticky fault leaves the primary context unusable for everyone in the process: reset it (which
+  // destroys it; the next retain creates a fresh one) so that a new runtime can start over.
+  if (faulted) {
+    drv().cuCtxSetCurrent(nullptr);
+    drv().cuDevicePrimaryCtxReset(dev_);
+  }
   drv().cuDevicePrimaryCtxRelease(dev_);
-  // A sticky fault leaves the primary context unusable for everyone in the process: reset it so that
-  // a new runtime (or the embedding application) can start over.
-  if (faulted) drv().cuDevicePrimaryCtxReset(dev_);
   ctx_ = nullptr;
 }
 

@@ -112,7 +112,9 @@ __device__ __forceinline__ void complete(const LaunchParams& p, BlockShared& sh,
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    __threadfence_system();
+    // Release at system scope: the block's writes (ordered before this thread by the barrier) become
+    // visible to the host before the record does.
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
     const uint32_t detail = st == kTaskOk ? 0u : sh.payload.op;
     store_sys_v4(&p.completions[ticket & ((1ull << p.log2_capacity) - 1)],
                  make_uint4(static_cast<uint32_t>(ticket + 1), static_cast<uint32_t>((ticket + 1) >> 32),
@@ -129,24 +131,34 @@ __device__ __forceinline__ void load_payload(BlockShared& sh, const DqEntry& e) 
   }
 }
 
-/// Takes tiles of the task in `e` until none is left. `board_slot` is where the task is (or will be)
-/// on the board; `insert` says whether this block may put it there. All threads call it.
+/// Claiming several tiles per atomic (off: under investigation, see docs/benchmarks.md).
+inline constexpr bool kBatchTiles = false;
+
+/// Takes tiles of the task in `e` until none is left. `board_slot_hint` is where the task is on the
+/// board (helpers); `may_insert` says whether this block puts it there. All threads call it.
+/// Tiles are claimed several at a time once the task is known to be large, so a block pays one claim
+/// atomic and one completion atomic per batch instead of per tile.
 __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, DqEntry& e,
                            uint32_t board_slot_hint, bool may_insert, uint64_t board_value) {
   DeviceState& s = *p.state;
   bool inserted = false;
   uint32_t slot = board_slot_hint;
+  uint32_t batch = 1;
+  uint64_t loaded = ~0ull;  // ticket whose payload is in sh.payload
   for (;;) {
     if (threadIdx.x == 0) {
       // acq_rel: a valid claim must see the payload the front end wrote before arming the entry; the
       // acquire also drops this SM's stale L1 lines, so the tile reads what earlier tasks wrote.
-      const uint64_t old = dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne, cuda::memory_order_acq_rel);
+      const uint64_t old = dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_acq_rel);
       const int32_t rem = claim_remaining(old);
       sh.valid = rem > 0;
-      sh.tile = static_cast<uint32_t>(rem - 1);
+      sh.tile = static_cast<uint32_t>(rem - 1);                          // first (highest) tile claimed
+      sh.last = rem > 0 ? (static_cast<uint32_t>(rem) < batch ? rem : batch) : 0;  // tiles claimed
       if (rem > 0) {
         sh.ticket = load_acquire(e.ticket);
-        // More tiles left: advertise the task so idle blocks help.
+        // Big task: take more per claim, leaving enough for every block to get some.
+        const uint32_t share = static_cast<uint32_t>(rem) / (4u * gridDim.x);
+        batch = kBatchTiles ? (share < 1 ? 1 : (share > 8 ? 8 : share)) : 1;
         if (rem > 1 && may_insert && !inserted) {
           const uint64_t v = sh.ticket + 1;
           for (uint32_t k = 0; k < kBoardSize; ++k) {
@@ -170,13 +182,17 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
     }
     __syncthreads();
     if (!sh.valid) break;
-    load_payload(sh, e);
-    __syncthreads();
     const uint64_t ticket = sh.ticket;
-    run_tile(sh, smem, sh.tile, ticket, &e.scratch);
+    const uint32_t first = sh.tile, count = sh.last;
+    if (ticket != loaded) {
+      load_payload(sh, e);
+      loaded = ticket;
+    }
+    __syncthreads();
+    for (uint32_t i = 0; i < count; ++i) run_tile(sh, smem, first - i, ticket, &e.scratch);
     if (threadIdx.x == 0) {
-      __threadfence();
-      sh.last = dev_ref<uint32_t>(e.pending).fetch_sub(1u, cuda::memory_order_acq_rel) == 1u;
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+      sh.last = dev_ref<uint32_t>(e.pending).fetch_sub(count, cuda::memory_order_acq_rel) == count;
     }
     __syncthreads();
     if (sh.last) complete(p, sh, ticket);

@@ -1,0 +1,242 @@
+// bench_dispatch: the round trip of ONE task in flight, host -> GPU -> host.
+//
+//   (a) ping-pong floor: a one-thread kernel polls a word in mapped host memory and echoes it back
+//   (b) cuLaunchKernel of an empty kernel + cuStreamSynchronize
+//   (c) a 1-node CUDA graph: cuGraphLaunch + cuStreamSynchronize
+//   (d) gpuos: submit(ops::nop()) + wait, and submit(ops::add(256 elements)) + wait
+//
+// (a)-(c) run before gpuos boots: the resident kernel occupies the GPU, and (a)'s kernel must have
+// exited before it does. Every iteration is timed on the host with a monotonic clock.
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+
+namespace gpuos::bench {
+namespace {
+
+constexpr unsigned kPingStop = 0xffffffffu;  // BENCH_PING_STOP in bench_kernels.cu
+constexpr std::uint64_t kAddElems = 256;
+
+const char* kHelp =
+    "usage: bench_dispatch [--device N] [--iters N] [--warmup N] [--json FILE]\n"
+    "\n"
+    "Round trip of one task in flight (p50/p99 over --iters iterations after --warmup):\n"
+    "  ping-pong    one GPU thread polls a word in mapped host memory and echoes it (the floor)\n"
+    "  launch+sync  cuLaunchKernel of an empty kernel + cuStreamSynchronize\n"
+    "  graph+sync   1-node CUDA graph: cuGraphLaunch + cuStreamSynchronize\n"
+    "  gpuos nop    gpuos submit(nop) + wait\n"
+    "  gpuos add256 gpuos submit(add of 256 floats) + wait\n"
+    "Targets: gpuos nop p50 <= 1.25 x ping-pong p50; launch+sync p50 >= 2 x gpuos nop p50.\n"
+    "\n"
+    "Options:\n"
+    "  --device N   CUDA device (default 0)\n"
+    "  --iters N    timed iterations per method (default 20000)\n"
+    "  --warmup N   untimed iterations first (default 2000)\n"
+    "  --json FILE  result file (default bench_dispatch.json)\n";
+
+struct Config {
+  int device = 0;
+  int iters = 20000;
+  int warmup = 2000;
+  std::string json = "bench_dispatch.json";
+};
+
+/// Times `warmup + iters` calls of round_trip(i) (i from 1); returns the timed samples in ns.
+template <class F>
+std::vector<double> time_round_trips(const Config& c, F round_trip) {
+  std::vector<double> ns;
+  ns.reserve(static_cast<std::size_t>(c.iters));
+  for (int i = 1; i <= c.warmup + c.iters; ++i) {
+    const std::int64_t t0 = now_ns();
+    round_trip(static_cast<unsigned>(i));
+    const std::int64_t t1 = now_ns();
+    if (i > c.warmup) ns.push_back(static_cast<double>(t1 - t0));
+  }
+  return ns;
+}
+
+// ---- (a) ping-pong ----------------------------------------------------------------------------------
+
+std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, const Stream& s) {
+  // Ping and pong on separate 128-byte lines, in mapped, cached host memory.
+  void* host = nullptr;
+  BENCH_CU(cuMemHostAlloc(&host, 256, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  auto* ping = static_cast<unsigned*>(host);
+  auto* pong = static_cast<unsigned*>(host) + 32;
+  *ping = 0;
+  *pong = 0;
+  CUdeviceptr dping = 0, dpong = 0;
+  BENCH_CU(cuMemHostGetDevicePointer(&dping, ping, 0));
+  BENCH_CU(cuMemHostGetDevicePointer(&dpong, pong, 0));
+
+  void* params[] = {&dping, &dpong};
+  BENCH_CU(cuLaunchKernel(m.get("bench_ping_pong"), 1, 1, 1, 1, 1, 1, 0, s.get(), params, nullptr));
+
+  std::atomic_ref<unsigned> ping_ref(*ping), pong_ref(*pong);
+  auto samples = time_round_trips(c, [&](unsigned i) {
+    ping_ref.store(i, std::memory_order_release);
+    // A lost echo must not hang the benchmark: look at the clock every 64K polls.
+    const std::int64_t start = now_ns();
+    for (unsigned spins = 1; pong_ref.load(std::memory_order_acquire) != i; ++spins) {
+      if (spins % 65536 == 0 && now_ns() - start > 5'000'000'000) {
+        std::fprintf(stderr, "bench_dispatch: error: the ping-pong kernel stopped echoing (iteration %u)\n", i);
+        std::exit(1);
+      }
+    }
+  });
+  ping_ref.store(kPingStop, std::memory_order_release);
+  s.sync();  // the ping-pong kernel has exited: the GPU is free for the next methods and gpuos
+  BENCH_CU(cuMemFreeHost(host));
+  return samples;
+}
+
+// ---- (b) launch + sync, (c) graph + sync ------------------------------------------------------------
+
+std::vector<double> measure_launch(const Config& c, const BenchModule& m, const Stream& s) {
+  CUfunction empty = m.get("bench_empty");
+  return time_round_trips(c, [&](unsigned) {
+    BENCH_CU(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, s.get(), nullptr, nullptr));
+    BENCH_CU(cuStreamSynchronize(s.get()));
+  });
+}
+
+std::vector<double> measure_graph(const Config& c, const BenchModule& m, const Stream& s) {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  CUgraphNode node = nullptr;
+  BENCH_CU(cuGraphCreate(&graph, 0));
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = m.get("bench_empty");
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+  BENCH_CU(cuGraphAddKernelNode(&node, graph, nullptr, 0, &p));
+  BENCH_CU(cuGraphInstantiate(&exec, graph, 0));
+  auto samples = time_round_trips(c, [&](unsigned) {
+    BENCH_CU(cuGraphLaunch(exec, s.get()));
+    BENCH_CU(cuStreamSynchronize(s.get()));
+  });
+  BENCH_CU(cuGraphExecDestroy(exec));
+  BENCH_CU(cuGraphDestroy(graph));
+  return samples;
+}
+
+// ---- (d) gpuos --------------------------------------------------------------------------------------
+
+struct GpuosResult {
+  std::vector<double> nop, add;
+  DeviceInfo info{};
+  Stats stats{};
+};
+
+GpuosResult measure_gpuos(const Config& c, const DeviceArray& out, const DeviceArray& a, const DeviceArray& b) {
+  GpuosResult r;
+  Runtime rt(Options().with_device(c.device));
+  r.info = rt.device_info();
+  r.nop = time_round_trips(c, [&](unsigned) { rt.wait(rt.submit(ops::nop())); });
+  const Task add = ops::add(out.as<float>(), a.as<const float>(), b.as<const float>(), kAddElems);
+  r.add = time_round_trips(c, [&](unsigned) { rt.wait(rt.submit(add)); });
+  r.stats = rt.stats();
+  return r;
+}
+
+/// The add task ran (many times; once is enough to show the data path works).
+bool check_add(const Stream& s, const DeviceArray& out) {
+  std::vector<float> got(kAddElems);
+  s.download(got.data(), out.ptr(), out.bytes());
+  for (std::uint64_t i = 0; i < kAddElems; ++i)
+    if (got[i] != static_cast<float>(i) + 0.5f * static_cast<float>(i)) return false;
+  return true;
+}
+
+// ---- Report -----------------------------------------------------------------------------------------
+
+struct Row {
+  const char* name;
+  LatencySummary us;
+};
+
+LatencySummary to_us(std::vector<double> ns) {
+  for (double& v : ns) v *= 1e-3;
+  return LatencySummary::of(std::move(ns));
+}
+
+int run(int argc, char** argv) {
+  Flags f(argc, argv, kHelp);
+  Config c;
+  c.device = static_cast<int>(f.integer("--device", 0, 0, 1023));
+  c.iters = static_cast<int>(f.integer("--iters", c.iters, 1, 100000000));
+  c.warmup = static_cast<int>(f.integer("--warmup", c.warmup, 0, 100000000));
+  c.json = f.text("--json", c.json);
+  f.finish();
+
+  DeviceContext dev(c.device);
+  Stream s;
+  DeviceArray a(kAddElems * sizeof(float)), b(kAddElems * sizeof(float)), out(kAddElems * sizeof(float));
+  {
+    std::vector<float> ha(kAddElems), hb(kAddElems);
+    for (std::uint64_t i = 0; i < kAddElems; ++i) {
+      ha[i] = static_cast<float>(i);
+      hb[i] = 0.5f * static_cast<float>(i);
+    }
+    s.upload(a.ptr(), ha.data(), a.bytes());
+    s.upload(b.ptr(), hb.data(), b.bytes());
+    s.poison(out.ptr(), kAddElems);
+  }
+
+  std::printf("bench_dispatch on %s (driver %d, %s), %d iterations after %d warm-up\n", dev.name.c_str(),
+              dev.driver_version, gpuos_build_info(), c.iters, c.warmup);
+  std::vector<Row> rows;
+  {
+    BenchModule m;  // loaded and unloaded while no resident kernel runs
+    rows.push_back({"ping-pong", to_us(measure_ping_pong(c, m, s))});
+    rows.push_back({"launch+sync", to_us(measure_launch(c, m, s))});
+    rows.push_back({"graph+sync", to_us(measure_graph(c, m, s))});
+  }
+  GpuosResult g = guarded("gpuos", [&] { return measure_gpuos(c, out, a, b); });
+  rows.push_back({"gpuos nop", to_us(std::move(g.nop))});
+  rows.push_back({"gpuos add256", to_us(std::move(g.add))});
+  const bool add_ok = check_add(s, out);
+
+  std::printf("%-14s %10s %10s %10s %10s %10s\n", "method", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us");
+  for (const Row& r : rows)
+    std::printf("%-14s %10.2f %10.2f %10.2f %10.2f %10.2f\n", r.name, r.us.p50, r.us.p90, r.us.p99, r.us.p999,
+                r.us.max);
+  const double ping = rows[0].us.p50, launch = rows[1].us.p50, nop = rows[3].us.p50;
+  const double floor_ratio = nop / ping, launch_ratio = launch / nop;
+  std::printf("gpuos nop p50 / ping-pong p50   = %.2f (target <= 1.25: %s)\n", floor_ratio,
+              verdict(floor_ratio <= 1.25));
+  std::printf("launch+sync p50 / gpuos nop p50 = %.2f (target >= 2: %s)\n", launch_ratio,
+              verdict(launch_ratio >= 2.0));
+  std::printf("gpuos grid: %d blocks x %d threads; add256 result %s\n", g.info.grid_blocks, g.info.block_threads,
+              add_ok ? "correct" : "WRONG");
+
+  JsonWriter j;
+  j.begin_object();
+  write_header(j, "bench_dispatch", dev);
+  write_grid(j, g.info);
+  j.field("iters", c.iters).field("warmup", c.warmup).field("unit", "us");
+  j.begin_object("methods");
+  for (const Row& r : rows) r.us.write(j, r.name);
+  j.end_object();
+  j.begin_object("ratios")
+      .field("gpuos_nop_p50_over_ping_pong_p50", floor_ratio)
+      .field("target_max_gpuos_over_ping_pong", 1.25)
+      .field("gpuos_vs_ping_pong_pass", floor_ratio <= 1.25)
+      .field("launch_p50_over_gpuos_nop_p50", launch_ratio)
+      .field("target_min_launch_over_gpuos", 2.0)
+      .field("launch_vs_gpuos_pass", launch_ratio >= 2.0)
+      .field("graph_p50_over_gpuos_nop_p50", rows[2].us.p50 / nop)
+      .end_object();
+  j.field("add256_result_ok", add_ok).field("gpuos_tasks_completed", g.stats.completed);
+  j.end_object();
+  save_json(j, c.json);
+  return add_ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace gpuos::bench
+
+int main(int argc, char** argv) { return gpuos::bench::run_main("bench_dispatch", gpuos::bench::run, argc, argv); }

@@ -1,0 +1,223 @@
+// bench_large: bandwidth of one large task, gpuos against the same code launched directly.
+//
+// out = a + b on n floats (3 x 4 B moved per element). The direct kernel calls the built-in add tile
+// function (kernel/builtin_ops.cuh) with one block of 256 threads per tile, the way the resident kernel
+// runs it, so the comparison is of scheduling, not of code:
+//   direct  grid = gpuos_tiles_for(n) blocks; timed with events around the kernel (and, for reference,
+//           on the host from launch to cuStreamSynchronize)
+//   gpuos   one task of gpuos_tiles_for(n) tiles; timed on the host from submit to the end of wait
+// The headline is the largest size: median GB/s over the repetitions, gpuos / direct (target >= 0.9).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpuos/abi.h"  // GPUOS_BLOCK_THREADS: the block size the tile functions are written for
+
+#include "bench_common.hpp"
+
+namespace gpuos::bench {
+namespace {
+
+const char* kHelp =
+    "usage: bench_large [--device N] [--sizes LIST] [--reps N] [--warmup N] [--sm-budget S] [--json FILE]\n"
+    "\n"
+    "Add of n floats (GB/s = 12 B x n / time), for each n in LIST:\n"
+    "  direct  the built-in add tile function as a plain kernel, one block per tile (events around it)\n"
+    "  gpuos   one gpuos add task of gpuos_tiles_for(n) tiles (host time, submit -> wait)\n"
+    "Outputs are checked against a + b for the largest n after each method.\n"
+    "Target: gpuos median GB/s >= 0.9 x direct median GB/s at the largest n.\n"
+    "\n"
+    "Options:\n"
+    "  --device N     CUDA device (default 0)\n"
+    "  --sizes LIST   element counts, comma-separated (default 1048576,4194304,16777216,67108864)\n"
+    "  --reps N       timed repetitions per size and method (default 30, at least 20 recommended)\n"
+    "  --warmup N     untimed repetitions first (default 3)\n"
+    "  --sm-budget S  gpuos SM budget (default 0 = all SMs)\n"
+    "  --json FILE    result file (default bench_large.json)\n";
+
+struct Config {
+  int device = 0;
+  std::vector<std::int64_t> sizes{1 << 20, 1 << 22, 1 << 24, 1 << 26};
+  int reps = 30;
+  int warmup = 3;
+  std::uint32_t sm_budget = 0;
+  std::string json = "bench_large.json";
+};
+
+float input_a(std::uint64_t i) { return static_cast<float>(i % 4093) * 0.125f; }
+float input_b(std::uint64_t i) { return static_cast<float>((i * 7) % 1021) * 0.25f - 64.0f; }
+
+double gbps(std::uint64_t n, double us) { return 12.0 * static_cast<double>(n) / (us * 1e-6) / 1e9; }
+
+/// Timings of one size, in microseconds.
+struct SizeResult {
+  std::uint64_t n = 0;
+  std::vector<double> direct_event_us, direct_wall_us, gpuos_us;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+/// Elements of out[0, n) that are not a + b (at most the first `n`).
+std::uint64_t count_wrong(const Stream& s, const DeviceArray& out, std::uint64_t n) {
+  std::vector<float> got(n);
+  s.download(got.data(), out.ptr(), n * sizeof(float));
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < n; ++i) wrong += !(got[i] == input_a(i) + input_b(i));
+  return wrong;
+}
+
+// ---- Direct kernel ----------------------------------------------------------------------------------
+
+void measure_direct(const Config& c, const BenchModule& m, const Stream& s, const DeviceArray& out,
+                    const DeviceArray& a, const DeviceArray& b, const DeviceArray& scratch,
+                    std::vector<SizeResult>& results) {
+  CUfunction fn = m.get("bench_direct_add");
+  CUevent start = nullptr, stop = nullptr;
+  BENCH_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
+  BENCH_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  for (SizeResult& r : results) {
+    gpuos_binary_args args{out.as<float>(), a.as<const float>(), b.as<const float>(), r.n};
+    CUdeviceptr scratch_ptr = scratch.ptr();
+    void* params[] = {&args, &scratch_ptr};
+    const unsigned grid = gpuos_tiles_for(r.n);
+    for (int rep = 0; rep < c.warmup + c.reps; ++rep) {
+      const std::int64_t t0 = now_ns();
+      BENCH_CU(cuEventRecord(start, s.get()));
+      BENCH_CU(cuLaunchKernel(fn, grid, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, 0, s.get(), params, nullptr));
+      BENCH_CU(cuEventRecord(stop, s.get()));
+      BENCH_CU(cuStreamSynchronize(s.get()));
+      const std::int64_t t1 = now_ns();
+      float ms = 0;
+      BENCH_CU(cuEventElapsedTime(&ms, start, stop));
+      if (rep < c.warmup) continue;
+      r.direct_event_us.push_back(static_cast<double>(ms) * 1e3);
+      r.direct_wall_us.push_back(static_cast<double>(t1 - t0) * 1e-3);
+    }
+  }
+  BENCH_CU(cuEventDestroy(start));
+  BENCH_CU(cuEventDestroy(stop));
+}
+
+// ---- gpuos ------------------------------------------------------------------------------------------
+
+DeviceInfo measure_gpuos(const Config& c, const DeviceArray& out, const DeviceArray& a, const DeviceArray& b,
+                         std::vector<SizeResult>& results) {
+  Runtime rt(Options().with_device(c.device).with_sm_budget(c.sm_budget));
+  const DeviceInfo info = rt.device_info();
+  for (SizeResult& r : results) {
+    const Task t = ops::add(out.as<float>(), a.as<const float>(), b.as<const float>(), r.n);
+    for (int rep = 0; rep < c.warmup + c.reps; ++rep) {
+      const std::int64_t t0 = now_ns();
+      rt.wait(rt.submit(t));
+      const std::int64_t t1 = now_ns();
+      if (rep >= c.warmup) r.gpuos_us.push_back(static_cast<double>(t1 - t0) * 1e-3);
+    }
+  }
+  return info;  // the runtime is destroyed here
+}
+
+// ---- Report -----------------------------------------------------------------------------------------
+
+Config parse(int argc, char** argv) {
+  Flags f(argc, argv, kHelp);
+  Config c;
+  c.device = static_cast<int>(f.integer("--device", 0, 0, 1023));
+  c.sizes = f.list("--sizes", c.sizes, 1, std::int64_t{1} << 32);
+  c.reps = static_cast<int>(f.integer("--reps", c.reps, 1, 100000));
+  c.warmup = static_cast<int>(f.integer("--warmup", c.warmup, 0, 100000));
+  c.sm_budget = static_cast<std::uint32_t>(f.integer("--sm-budget", 0, 0, 1 << 20));
+  c.json = f.text("--json", c.json);
+  f.finish();
+  std::sort(c.sizes.begin(), c.sizes.end());
+  c.sizes.erase(std::unique(c.sizes.begin(), c.sizes.end()), c.sizes.end());
+  return c;
+}
+
+int run(int argc, char** argv) {
+  const Config c = parse(argc, argv);
+  const auto n_max = static_cast<std::uint64_t>(c.sizes.back());
+  DeviceContext dev(c.device);
+  Stream s;
+  DeviceArray a(n_max * 4), b(n_max * 4), out(n_max * 4), scratch(sizeof(double));
+  {
+    std::vector<float> ha(n_max), hb(n_max);
+    for (std::uint64_t i = 0; i < n_max; ++i) {
+      ha[i] = input_a(i);
+      hb[i] = input_b(i);
+    }
+    s.upload(a.ptr(), ha.data(), a.bytes());
+    s.upload(b.ptr(), hb.data(), b.bytes());
+    s.poison(out.ptr(), n_max);
+  }
+  std::printf("bench_large on %s (driver %d, %s), %d reps after %d warm-up\n", dev.name.c_str(),
+              dev.driver_version, gpuos_build_info(), c.reps, c.warmup);
+
+  std::vector<SizeResult> results;
+  for (std::int64_t n : c.sizes) results.push_back(SizeResult{static_cast<std::uint64_t>(n), {}, {}, {}});
+  {
+    BenchModule m;  // loaded and unloaded while no resident kernel runs
+    measure_direct(c, m, s, out, a, b, scratch, results);
+  }
+  const std::uint64_t direct_wrong = count_wrong(s, out, n_max);
+  s.poison(out.ptr(), n_max);
+  const DeviceInfo info = guarded("gpuos", [&] { return measure_gpuos(c, out, a, b, results); });
+  const std::uint64_t gpuos_wrong = count_wrong(s, out, n_max);
+
+  std::printf("%12s %8s %14s %14s %12s %14s\n", "n", "tiles", "direct GB/s", "direct(wall)", "gpuos GB/s",
+              "gpuos/direct");
+  for (const SizeResult& r : results) {
+    const double d = gbps(r.n, median(r.direct_event_us)), dw = gbps(r.n, median(r.direct_wall_us));
+    const double g = gbps(r.n, median(r.gpuos_us));
+    std::printf("%12llu %8u %14.1f %14.1f %12.1f %14.3f\n", static_cast<unsigned long long>(r.n),
+                gpuos_tiles_for(r.n), d, dw, g, g / d);
+  }
+  const SizeResult& head = results.back();
+  const double head_direct = gbps(head.n, median(head.direct_event_us));
+  const double head_gpuos = gbps(head.n, median(head.gpuos_us));
+  const double ratio = head_gpuos / head_direct;
+  std::printf("n = %llu: gpuos %.1f GB/s / direct %.1f GB/s = %.3f (target >= 0.9: %s)\n",
+              static_cast<unsigned long long>(head.n), head_gpuos, head_direct, ratio, verdict(ratio >= 0.9));
+  std::printf("results: direct %s, gpuos %s\n", direct_wrong ? "WRONG" : "correct", gpuos_wrong ? "WRONG" : "correct");
+
+  JsonWriter j;
+  j.begin_object();
+  write_header(j, "bench_large", dev);
+  write_grid(j, info);
+  j.field("reps", c.reps).field("warmup", c.warmup).field("sm_budget", c.sm_budget).field("bytes_per_elem", 12);
+  j.begin_array("sizes");
+  for (const SizeResult& r : results) {
+    j.begin_object().field("n", r.n).field("tiles", gpuos_tiles_for(r.n));
+    LatencySummary::of(r.direct_event_us).write(j, "direct_event_us", false);
+    LatencySummary::of(r.direct_wall_us).write(j, "direct_wall_us", false);
+    LatencySummary::of(r.gpuos_us).write(j, "gpuos_us", false);
+    j.array("direct_event_us_raw", r.direct_event_us).array("gpuos_us_raw", r.gpuos_us);
+    j.field("direct_median_gbps", gbps(r.n, median(r.direct_event_us)))
+        .field("direct_wall_median_gbps", gbps(r.n, median(r.direct_wall_us)))
+        .field("gpuos_median_gbps", gbps(r.n, median(r.gpuos_us)))
+        .field("gpuos_over_direct", gbps(r.n, median(r.gpuos_us)) / gbps(r.n, median(r.direct_event_us)))
+        .end_object();
+  }
+  j.end_array();
+  j.begin_object("summary")
+      .field("n", head.n)
+      .field("direct_median_gbps", head_direct)
+      .field("gpuos_median_gbps", head_gpuos)
+      .field("gpuos_over_direct", ratio)
+      .field("target_min_ratio", 0.9)
+      .field("ratio_pass", ratio >= 0.9)
+      .field("direct_wrong_elems", direct_wrong)
+      .field("gpuos_wrong_elems", gpuos_wrong)
+      .end_object();
+  j.end_object();
+  save_json(j, c.json);
+  return direct_wrong == 0 && gpuos_wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace gpuos::bench
+
+int main(int argc, char** argv) { return gpuos::bench::run_main("bench_large", gpuos::bench::run, argc, argv); }

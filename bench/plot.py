@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Plots the benchmark results: bench/plot.py [RESULTS_DIR] [--out DIR].
+
+Reads bench_dispatch.json, bench_throughput.json and bench_large.json from RESULTS_DIR (default: the
+current directory; a missing file is skipped) and writes bench_dispatch.png, bench_throughput.png and
+bench_large.png to --out (default: docs/ of the repository). Needs matplotlib.
+"""
+import argparse
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display on a build or GPU machine
+import matplotlib.pyplot as plt  # noqa: E402
+
+GPUOS_COLOR = "#d62728"
+BASELINE_COLORS = ["#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#7f7f7f"]
+
+
+def load(path):
+    if not os.path.exists(path):
+        print(f"plot: {path} not found, skipped")
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def subtitle(r):
+    return f"{r['device']['name']}, driver {r['driver_version']}, {r['build_info']}"
+
+
+def color_of(name, i):
+    return GPUOS_COLOR if name.startswith("gpuos") else BASELINE_COLORS[i % len(BASELINE_COLORS)]
+
+
+def plot_dispatch(r, out):
+    methods = r["methods"]
+    names = list(methods)
+    fig, (bars, cdf) = plt.subplots(1, 2, figsize=(13, 5))
+
+    x = range(len(names))
+    w = 0.38
+    p50 = [methods[n]["p50"] for n in names]
+    p99 = [methods[n]["p99"] for n in names]
+    bars.bar([i - w / 2 for i in x], p50, w, label="p50", color=[color_of(n, i) for i, n in enumerate(names)])
+    bars.bar([i + w / 2 for i in x], p99, w, label="p99", color=[color_of(n, i) for i, n in enumerate(names)],
+             alpha=0.45)
+    for i, (a, b) in enumerate(zip(p50, p99)):
+        bars.text(i - w / 2, a, f"{a:.1f}", ha="center", va="bottom", fontsize=8)
+        bars.text(i + w / 2, b, f"{b:.1f}", ha="center", va="bottom", fontsize=8)
+    bars.set_xticks(list(x))
+    bars.set_xticklabels(names, rotation=20)
+    bars.set_ylabel("round trip, one task in flight (us)")
+    bars.set_title("p50 (solid) and p99 (light)")
+
+    for i, n in enumerate(names):
+        q = methods[n].get("quantiles_0_to_100_step_0_5")
+        if q:
+            cdf.plot(q, [k * 0.5 for k in range(len(q))], label=n, color=color_of(n, i),
+                     lw=2 if n.startswith("gpuos") else 1.2, ls="--" if "add" in n else "-")
+    cdf.set_xscale("log")
+    cdf.set_xlabel("round trip (us, log scale)")
+    cdf.set_ylabel("percentile")
+    cdf.grid(True, which="both", alpha=0.3)
+    cdf.legend(fontsize=8)
+    ratios = r.get("ratios", {})
+    cdf.set_title("gpuos/ping-pong p50 = {:.2f} (target <= 1.25), launch/gpuos = {:.2f} (target >= 2)".format(
+        ratios.get("gpuos_nop_p50_over_ping_pong_p50", float("nan")),
+        ratios.get("launch_p50_over_gpuos_nop_p50", float("nan"))), fontsize=9)
+
+    fig.suptitle("Dispatch latency: " + subtitle(r), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
+def plot_throughput(r, out):
+    methods = r["methods"]
+    names = [m["name"] for m in methods]
+    rates = [m["median_tasks_per_s"] / 1e6 for m in methods]
+    labels = []
+    for m in methods:
+        if m["name"] == "graph":
+            labels.append(f"CUDA graph ({r['graph_nodes']} nodes x {r['graph_replays']})")
+        elif m["name"] == "launches":
+            labels.append("back-to-back launches")
+        else:
+            labels.append(f"{m['name']} (batch {r['batch']})")
+    fig, ax = plt.subplots(figsize=(10, 0.6 * len(names) + 1.8))
+    y = range(len(names))
+    ax.barh(list(y), rates, color=[color_of(n, i) for i, n in enumerate(names)])
+    for i, v in enumerate(rates):
+        ax.text(v, i, f" {v:.2f}", va="center", fontsize=8)
+    ax.axvline(20, color="k", ls="--", lw=1, label="target 20 M tasks/s")
+    ax.set_yticks(list(y))
+    ax.set_yticklabels(labels)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("M tasks/s (median of repetitions, log scale); task = add of 256 floats")
+    s = r.get("summary", {})
+    ax.set_title("Tiny-task throughput: best gpuos = {:.1f} x launches (target >= 50), {:.1f} x graph".format(
+        s.get("gpuos_over_launches", float("nan")), s.get("gpuos_over_graph", float("nan"))), fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle(subtitle(r), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
+def plot_large(r, out):
+    sizes = r["sizes"]
+    n = [s["n"] for s in sizes]
+    fig, ax = plt.subplots(figsize=(9, 5))
+    ax.plot(n, [s["direct_median_gbps"] for s in sizes], "o-", color=BASELINE_COLORS[0],
+            label="direct kernel (events)")
+    ax.plot(n, [s["direct_wall_median_gbps"] for s in sizes], "s--", color=BASELINE_COLORS[1],
+            label="direct kernel (launch + sync, host clock)")
+    ax.plot(n, [s["gpuos_median_gbps"] for s in sizes], "o-", color=GPUOS_COLOR, lw=2,
+            label="gpuos task (submit -> wait, host clock)")
+    for s in sizes:
+        ax.annotate(f"{s['gpuos_over_direct']:.2f}x", (s["n"], s["gpuos_median_gbps"]),
+                    textcoords="offset points", xytext=(0, 8), ha="center", fontsize=8, color=GPUOS_COLOR)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("elements (float32), log2 scale")
+    ax.set_ylabel("GB/s (12 B per element, median)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    s = r.get("summary", {})
+    ax.set_title("Large add: gpuos / direct at n = {} is {:.3f} (target >= 0.9)".format(
+        s.get("n"), s.get("gpuos_over_direct", float("nan"))), fontsize=10)
+    fig.suptitle(subtitle(r), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
+def main():
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description="Plots the gpuos benchmark JSON results.")
+    ap.add_argument("results", nargs="?", default=".", help="directory with the bench_*.json files")
+    ap.add_argument("--out", default=os.path.join(repo, "docs"), help="where the PNG files go")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    plots = [("bench_dispatch", plot_dispatch), ("bench_throughput", plot_throughput), ("bench_large", plot_large)]
+    done = 0
+    for name, fn in plots:
+        r = load(os.path.join(a.results, name + ".json"))
+        if r is None:
+            continue
+        out = os.path.join(a.out, name + ".png")
+        fn(r, out)
+        print(f"plot: wrote {out}")
+        done += 1
+    return 0 if done else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
