@@ -31,6 +31,8 @@ if os.path.exists(log):
 if not gpu_ran:
     n = 0
     for exe in sorted(glob.glob(os.path.join(build, 'tests', 'gpuos_gpu_*'))):
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            continue
         out = subprocess.run([exe, '--list-test-cases'], capture_output=True, text=True).stdout
         m = re.search(r'\[doctest\] unskipped test cases passing the current filters:\s*(\d+)', out)
         n += int(m.group(1)) if m else 0

@@ -21,5 +21,5 @@ else
 fi
 
 # Summary from doctest's own counts in meson's log; GPU test cases that did not run are listed as skipped.
-python3 scripts/summarize_tests.py build/meson-logs/testlog.json "$gpu_ran" build "$why"
+python3 scripts/summarize_tests.py build/meson-logs/testlog.json "$gpu_ran" build "$why" || rc=1
 exit $rc
