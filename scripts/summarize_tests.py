@@ -22,7 +22,9 @@ if os.path.exists(log):
         p, f = (int(m.group(2)), int(m.group(3))) if m else (0, 0)
         if not m or t.get('result') not in ('OK', 'EXPECTEDFAIL'):
             f = max(f, 1)  # crashed or failed without a doctest summary
-        s = suites.setdefault(t['suite'][0].split(':')[-1] if t.get('suite') else 'other', [0, 0])
+        # meson names a test 'NAME - PROJECT:SUITE'
+        suite = t['name'].rsplit(':', 1)[-1] if ':' in t.get('name', '') else 'other'
+        s = suites.setdefault(suite, [0, 0])
         s[0] += p
         s[1] += f
         passed += p
