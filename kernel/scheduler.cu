@@ -131,7 +131,8 @@ __device__ __forceinline__ void load_payload(BlockShared& sh, const DqEntry& e) 
   }
 }
 
-/// Claiming several tiles per atomic (off: under investigation, see docs/benchmarks.md).
+/// Claiming several tiles per atomic: off until the suspend stress failure is explained
+/// (docs/benchmarks.md, docs/design.md).
 inline constexpr bool kBatchTiles = false;
 
 /// Takes tiles of the task in `e` until none is left. `board_slot_hint` is where the task is on the
