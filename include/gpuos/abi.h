@@ -171,6 +171,7 @@ struct LaunchParams {
 static_assert(sizeof(Chunk) == 16 && alignof(Chunk) == 16);
 static_assert(sizeof(Slot) == kSlotBytes && alignof(Slot) == 128);
 static_assert(sizeof(Payload) == kPayloadBytes);
+#if !defined(__CUDACC_RTC__)  // NVRTC's offsetof is not a constant expression; nvcc and host check these
 static_assert(offsetof(Payload, args) == 8, "args must be 8-byte aligned inside the payload");
 static_assert(sizeof(Completion) == 16);
 static_assert(sizeof(HostControl) == 128);
@@ -179,6 +180,7 @@ static_assert(sizeof(DqEntry) == 128);
 static_assert(offsetof(DqEntry, payload) == 32);
 static_assert(offsetof(DeviceState, claim) == 128 && offsetof(DeviceState, closed) == 256);
 static_assert(offsetof(DeviceState, board) == 384);
+#endif
 static_assert(sizeof(LaunchParams) == 56);
 
 // ---- slot encoding (host writes, device and tests read) -----------------------------------------

@@ -71,6 +71,9 @@ static_assert(sizeof(gpuos_sum_args) == 24, "ABI");
 #endif
 
 /* Tiles a built-in needs for n elements (at least one). */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+__host__ __device__
+#endif
 static inline uint32_t gpuos_tiles_for(uint64_t n) {
   return n == 0 ? 1u : (uint32_t)((n + GPUOS_ELEMS_PER_TILE - 1) / GPUOS_ELEMS_PER_TILE);
 }

@@ -1,0 +1,60 @@
+#include "jit/table.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "gpuos/abi.h"
+#include "host/error.hpp"
+
+namespace gpuos::jit {
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+}  // namespace
+
+std::string table_source(std::span<const TableEntry> entries) {
+  std::vector<const TableEntry*> by_slot(GPUOS_MAX_OPS, nullptr);
+  std::set<std::string> names;
+  unsigned used = 0;
+  for (const TableEntry& e : entries) {
+    if (e.slot >= GPUOS_MAX_OPS)
+      throw detail::Failure(GPUOS_ERR_INVALID_ARG, "jump table: slot " + std::to_string(e.slot) + " of operator '" +
+                                                       e.op + "' is not below GPUOS_MAX_OPS (" +
+                                                       std::to_string(GPUOS_MAX_OPS) + ")");
+    if (!is_identifier(e.op))
+      throw detail::Failure(GPUOS_ERR_INVALID_ARG, "jump table: '" + e.op + "' (slot " + std::to_string(e.slot) +
+                                                       ") is not an operator name");
+    if (by_slot[e.slot])
+      throw detail::Failure(GPUOS_ERR_INVALID_ARG, "jump table: slot " + std::to_string(e.slot) +
+                                                       " is given to both '" + by_slot[e.slot]->op + "' and '" +
+                                                       e.op + "'");
+    by_slot[e.slot] = &e;
+    names.insert(e.op);
+    used = std::max(used, e.slot + 1);
+  }
+
+  std::string s =
+      "// Jump table of one gpuos image: slot -> operator entry. Generated; do not edit.\n"
+      "#include \"gpuos/op.cuh\"\n\n";
+  for (const std::string& n : names) s += "extern \"C\" __device__ const ::gpuos::OpEntry gpuos_op_" + n + "_entry;\n";
+  s += "\nextern \"C\" __device__ const ::gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS] = {\n";
+  for (unsigned i = 0; i < used; ++i) {
+    s += "    /* " + std::to_string(i) + " */ ";
+    s += by_slot[i] ? "&gpuos_op_" + by_slot[i]->op + "_entry" : std::string("nullptr");
+    s += ",\n";
+  }
+  s += "};\n";
+  return s;
+}
+
+CompileResult compile_table(std::span<const TableEntry> entries, CompileOptions o, Cache* cache) {
+  o.require_operator = false;
+  return compile("gpuos_op_table.cu", table_source(entries), o, cache);
+}
+
+}  // namespace gpuos::jit

@@ -1,0 +1,29 @@
+// The jump table of an image, as a generated translation unit.
+//
+// The resident kernel reads `gpuos_op_table[op]` (slot -> address of the operator's OpEntry). The
+// table is generated per image, compiled by NVRTC to LTO-IR and linked with the scheduler and the
+// operators, so every address in it is taken inside the image that uses it.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "jit/compiler.hpp"
+
+namespace gpuos::jit {
+
+struct TableEntry {
+  unsigned slot;   ///< operator id, < GPUOS_MAX_OPS
+  std::string op;  ///< operator name: the table refers to gpuos_op_<op>_entry
+};
+
+/// CUDA source of the table TU. Slots not listed are nullptr. One name may fill several slots.
+/// Throws Failure(GPUOS_ERR_INVALID_ARG) for a slot out of range, a slot listed twice or a name that is
+/// not a C identifier.
+std::string table_source(std::span<const TableEntry> entries);
+
+/// table_source compiled to LTO-IR (require_operator is forced off: the table declares none).
+CompileResult compile_table(std::span<const TableEntry> entries, CompileOptions o, Cache* cache = nullptr);
+
+}  // namespace gpuos::jit
