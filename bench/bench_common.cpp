@@ -11,12 +11,16 @@
 extern "C" const unsigned char bench_kernels_cubin[];
 extern "C" const std::size_t bench_kernels_cubin_size;
 
+#include "error.hpp"
+
 namespace gpuos::bench {
 
 void cu_fail(CUresult r, const char* call, const char* file, int line) {
-  const char* name = nullptr;
-  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "unknown CUresult";
-  std::fprintf(stderr, "bench: error: %s failed: %s (%d) at %s:%d\n", call, name, static_cast<int>(r), file, line);
+  try {
+    detail::cu_check(r, call, file, line);
+  } catch (const detail::Failure& f) {
+    std::fprintf(stderr, "bench: error: %s\n", f.what());
+  }
   std::exit(1);
 }
 

@@ -29,6 +29,8 @@ using tools::JsonWriter;
 using tools::LatencySummary;
 using tools::now_ns;
 
+/// Reports a failed driver call through the library's error path (host/error.hpp: the call, the
+/// driver's error name, file:line) and exits with status 1.
 [[noreturn]] void cu_fail(CUresult r, const char* call, const char* file, int line);
 inline void cu_check(CUresult r, const char* call, const char* file, int line) {
   if (r != CUDA_SUCCESS) cu_fail(r, call, file, line);

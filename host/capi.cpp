@@ -1,4 +1,5 @@
 // The C ABI: every entry point converts exceptions into a gpuos_status and a per-thread message.
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
@@ -165,6 +166,21 @@ gpuos_status gpuos_resume(gpuos_runtime* rt) {
   GPUOS_REQUIRE(rt, "rt is NULL");
   return guarded([&] {
     rt->impl.resume();
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  GPUOS_REQUIRE(buf || cap == 0, "buf is NULL with cap > 0");
+  return guarded([&] {
+    const std::string r = rt->impl.diagnose();
+    if (needed) *needed = r.size() + 1;
+    if (cap > 0) {
+      const size_t n = std::min(cap - 1, r.size());
+      std::memcpy(buf, r.data(), n);
+      buf[n] = '\0';
+    }
     return GPUOS_OK;
   });
 }

@@ -241,6 +241,7 @@ void Runtime::shutdown() noexcept {
     if (state_) drv().cuMemFree(state_);
     if (module_) drv().cuModuleUnload(module_);
     if (stream_) drv().cuStreamDestroy(stream_);
+    if (diag_stream_) drv().cuStreamDestroy(diag_stream_);
   }
   if (ring_) drv().cuMemFreeHost(ring_);
   if (completions_) drv().cuMemFreeHost(completions_);
@@ -303,6 +304,29 @@ void Runtime::stop_kernel(double timeout_s) {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   state_flag_.store(State::Suspended);
+  check_stopped_state();
+}
+
+void Runtime::check_stopped_state() {
+  // The kernel has exited, so its state can be read synchronously. These hold after every clean stop;
+  // a violation is a scheduler bug, kept for diagnose() (and counted) rather than hidden.
+  abi::DeviceState ds{};
+  GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(&ds, state_, sizeof(ds), stream_));
+  GPUOS_CU_TRY(drv().cuStreamSynchronize(stream_));
+  const uint64_t issued = queue_->issued();
+  std::string bad;
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  if (ds.closed != 1) bad += " closed=" + u(ds.closed);
+  if (ds.exit_head != ds.head) bad += " exit_head=" + u(ds.exit_head) + "!=head=" + u(ds.head);
+  if (ds.head > issued) bad += " head=" + u(ds.head) + ">issued=" + u(issued);
+  if (ds.start_head != last_exit_head_) bad += " start_head=" + u(ds.start_head) + "!=previous exit_head=" + u(last_exit_head_);
+  if (ds.running != 0) bad += " running=" + u(ds.running);
+  if (ds.overlaps != 0) bad += " overlaps=" + u(ds.overlaps);
+  last_exit_head_ = ds.head;
+  if (!bad.empty()) {
+    std::lock_guard<std::mutex> lock(diag_mutex_);
+    anomalies_.push_back("run " + u(run_id_) + " (launch " + u(ds.launches) + "):" + bad);
+  }
 }
 
 void Runtime::suspend() {
@@ -487,6 +511,89 @@ gpuos_stats Runtime::stats() {
   s.launches = launches_.load();
   for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) s.per_op_completed[i] = queue_->completed_of_op(i);
   return s;
+}
+
+}  // namespace gpuos::detail
+
+// ---- diagnostics ----------------------------------------------------------------------------------------
+namespace gpuos::detail {
+
+std::string Runtime::diagnose() {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  const char* st = "stopped";
+  switch (state_flag_.load()) {
+    case State::Running: st = "running"; break;
+    case State::Suspended: st = "suspended"; break;
+    case State::Faulted: st = "faulted"; break;
+    case State::Stopped: break;
+  }
+  const uint64_t issued = queue_ ? queue_->issued() : 0, retired = queue_ ? queue_->retired() : 0;
+  line("host: state=" + std::string(st) + " run_id=" + u(run_id_) + " launches=" + u(launches_.load()) +
+       " issued=" + u(issued) + " retired=" + u(retired) + " capacity=" + u(queue_ ? queue_->capacity() : 0));
+  {
+    std::lock_guard<std::mutex> lock(diag_mutex_);
+    for (const std::string& a : anomalies_) line("scheduler invariant violated at stop: " + a);
+  }
+  if (!control_) return out;
+  const uint64_t beat = load_host_u64(control_->heartbeat);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const uint64_t beat2 = load_host_u64(control_->heartbeat);
+  line("control: stop_run=" + u(load_host_u64(control_->stop_run)) + " started_run=" +
+       u(load_host_u64(control_->started_run)) + " heartbeat=" + u(beat2) +
+       (beat2 != beat ? " (moving)" : " (still)") + " fetched=" + u(load_host_u64(control_->fetched)));
+  if (!queue_ || faulted_.load()) return out;
+  const uint64_t mask = queue_->capacity() - 1, t = retired;
+  if (t < issued) {
+    const abi::Slot& slot = ring_[t & mask];
+    std::string stamps;
+    for (uint32_t i = 0; i < abi::kSlotChunks; ++i)
+      stamps += (i ? "," : "") + u(__atomic_load_n(&slot.c[i].stamp, __ATOMIC_ACQUIRE));
+    const abi::Completion& c = completions_[t & mask];
+    line("oldest pending ticket " + u(t) + ": ring stamps=[" + stamps + "] expected=" +
+         u(abi::stamp_of(t, queue_->log2_capacity())) + "; completion seq=" +
+         u(__atomic_load_n(&c.seq, __ATOMIC_ACQUIRE)) + " (done when " + u(t + 1) + ")");
+  }
+  // Device memory: copied on a stream of its own, which does not wait for the resident kernel.
+  std::lock_guard<std::mutex> lock(diag_mutex_);
+  try {
+    CtxScope scope(ctx_);
+    if (!diag_stream_) GPUOS_CU_TRY(drv().cuStreamCreate(&diag_stream_, CU_STREAM_NON_BLOCKING));
+    abi::DeviceState ds{};
+    std::vector<abi::DqEntry> dq(queue_->capacity());
+    GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(&ds, state_, sizeof(ds), diag_stream_));
+    GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(dq.data(), dq_, dq.size() * sizeof(abi::DqEntry), diag_stream_));
+    GPUOS_CU_TRY(drv().cuStreamSynchronize(diag_stream_));
+    const abi::DqEntry& e = dq[t & mask];
+    std::string board;
+    for (uint32_t i = 0; i < abi::kBoardSize; ++i)
+      if (ds.board[i]) board += " [" + std::to_string(i) + "]=" + u(ds.board[i] - 1);
+    line("device: head=" + u(ds.head) + " claim=" + u(ds.claim) + " closed=" + u(ds.closed) +
+         " launches=" + u(ds.launches) + " board:" + (board.empty() ? " empty" : board));
+    if (t < issued)
+      line("device queue entry of ticket " + u(t) + ": ticket=" + u(e.ticket) + " claim.remaining=" +
+           std::to_string(abi::claim_remaining(e.claim)) + " claim.tag=" + u(static_cast<uint32_t>(e.claim)) +
+           " pending=" + u(e.pending) + " op=" + u(e.payload.op) + " tiles=" + u(e.payload.tiles) +
+           " mark=" + u(e.pad));
+    // Every pending ticket without a completion record (the first few in detail).
+    uint64_t missing = 0;
+    for (uint64_t k = t; k < issued; ++k) {
+      const abi::Completion& c = completions_[k & mask];
+      const uint64_t seq = __atomic_load_n(&c.seq, __ATOMIC_ACQUIRE);
+      if (seq == k + 1) continue;
+      if (++missing <= 16) {
+        const abi::DqEntry& d = dq[k & mask];
+        line("  missing ticket " + u(k) + ": completion seq=" + u(seq) + " status=" + u(c.status) +
+             " detail=" + u(c.detail) + "; entry ticket=" + u(d.ticket) + " remaining=" +
+             std::to_string(abi::claim_remaining(d.claim)) + " pending=" + u(d.pending) + " mark=" + u(d.pad));
+      }
+    }
+    if (t < issued) line("pending tickets without a completion: " + u(missing) + " of " + u(issued - t));
+  } catch (const Failure& f) {
+    line(std::string("device state unreadable: ") + f.what());
+  }
+  return out;
 }
 
 }  // namespace gpuos::detail

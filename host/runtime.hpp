@@ -46,6 +46,8 @@ class Runtime {
   gpuos_device_info device_info() const { return info_; }
   void suspend();
   void resume();
+  /// Plain-text report of the internal state (host, control block, device state, oldest pending task).
+  std::string diagnose();
   /// Stops accepting tasks, drains, stops the kernel. Idempotent. Waits and stats keep working.
   void close();
 
@@ -54,6 +56,7 @@ class Runtime {
 
   void launch();
   void stop_kernel(double timeout_s);
+  void check_stopped_state();
   void monitor_loop();
   void set_fault(const std::string& why);
   void check_usable() const;
@@ -66,6 +69,10 @@ class Runtime {
   CUmodule module_ = nullptr;
   CUfunction kernel_ = nullptr;
   CUstream stream_ = nullptr;
+  CUstream diag_stream_ = nullptr;  // reads device state while the kernel runs (created on first use)
+  std::mutex diag_mutex_;
+  uint64_t last_exit_head_ = 0;         // device `head` after the last stop (control_mutex_)
+  std::vector<std::string> anomalies_;  // scheduler invariants found violated at a stop (diag_mutex_)
   uint32_t grid_ = 0;
 
   // Mapped pinned host memory (host pointer == device pointer under unified addressing).

@@ -115,7 +115,8 @@ __device__ __forceinline__ void complete(const LaunchParams& p, BlockShared& sh,
     // Release at system scope: the block's writes (ordered before this thread by the barrier) become
     // visible to the host before the record does.
     asm volatile("fence.acq_rel.sys;" ::: "memory");
-    const uint32_t detail = st == kTaskOk ? 0u : sh.payload.op;
+    // detail: on success the completing block + 1 (diagnostics), else the rejected op id.
+    const uint32_t detail = st == kTaskOk ? blockIdx.x + 1 : sh.payload.op;
     store_sys_v4(&p.completions[ticket & ((1ull << p.log2_capacity) - 1)],
                  make_uint4(static_cast<uint32_t>(ticket + 1), static_cast<uint32_t>((ticket + 1) >> 32),
                             st, detail));
@@ -259,7 +260,13 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         w[1] = v[0].y;
         w[2] = v[0].z;
       }
-      if (tid == 0) sh.local_scratch = 0.0;
+      if (tid == 0) {
+        sh.local_scratch = 0.0;
+        // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself.
+        DqEntry& e = p.dq[head & mask];
+        e.ticket = head;
+        e.pad = 1u | static_cast<uint32_t>(s.launches << 1);
+      }
       __syncthreads();
       run_tile(sh, smem, 0, head, &sh.local_scratch);
       complete(p, sh, head);
@@ -279,6 +286,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
           if (ci % kSlotChunks == 0) {
             const uint32_t tiles = (v[k].y == 0 || v[k].y > GPUOS_MAX_TILES) ? 1u : v[k].y;
             e.ticket = t;
+            e.pad = static_cast<uint32_t>(s.launches << 1);
             e.pending = tiles;
             e.scratch = 0.0;
           }
@@ -304,6 +312,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
   }
   if (tid == 0) {
     store_sys_u64(&p.control->fetched, head);
+    s.exit_head = head;
     store_release(s.closed, 1u);
   }
 }
@@ -388,6 +397,8 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS)
     s.claim = s.head;
     s.closed = 0;
     s.launches += 1;
+    s.start_head = s.head;
+    if (atomicAdd(&s.running, 1u) != 0) s.overlaps += 1;
     for (uint32_t i = 0; i < gpuos::abi::kBoardSize; ++i) s.board[i] = 0;
     __threadfence();
   }
@@ -402,4 +413,6 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS)
   } else {
     worker(p, sh, tile_smem);
   }
+  cooperative_groups::this_grid().sync();
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicSub(&s.running, 1u);
 }

@@ -3,7 +3,7 @@
 //   gpuos run  [--device N] [--sm-budget S] [--tasks N] [--threads T] [--json FILE] [--timeout SEC]
 //   gpuos info [--device N] [--sm-budget S]
 //
-// The binary never links libcuda (libgpuos and tools/cuda_shim dlopen it), so it starts on any machine
+// The binary never links libcuda (the runtime's loader dlopens it), so it starts on any machine
 // and reports a missing driver or device with exit status 3.
 #include <algorithm>
 #include <array>
@@ -28,7 +28,8 @@
 
 #include "gpuos/gpuos.hpp"
 
-#include "cuda_shim.hpp"
+#include "cuda_resources.hpp"
+#include "error.hpp"
 #include "json_writer.hpp"
 #include "latency.hpp"
 
@@ -41,11 +42,6 @@ enum Exit : int { kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitNoDevice = 
 
 /// A command-line mistake: reported with a hint to --help, exit status 2.
 struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-/// Missing driver or device: exit status 3.
-struct NoDeviceError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -116,10 +112,11 @@ int report_error(std::exception_ptr ep) {
   } catch (const UsageError& e) {
     std::fprintf(stderr, "gpuos: error: %s\n(see gpuos --help)\n", one_line(e.what()).c_str());
     return kExitUsage;
-  } catch (const NoDeviceError& e) {
-    std::fprintf(stderr, "gpuos: error: %s\n", one_line(e.what()).c_str());
-    return kExitNoDevice;
   } catch (const Error& e) {
+    bool no_device = e.status() == GPUOS_ERR_NO_DEVICE || e.status() == GPUOS_ERR_DRIVER;
+    std::fprintf(stderr, "gpuos: error: %s\n", one_line(e.what()).c_str());
+    return no_device ? kExitNoDevice : kExitFailed;
+  } catch (const detail::Failure& e) {  // a driver call of the tool's own (GPUOS_CU_TRY)
     bool no_device = e.status() == GPUOS_ERR_NO_DEVICE || e.status() == GPUOS_ERR_DRIVER;
     std::fprintf(stderr, "gpuos: error: %s\n", one_line(e.what()).c_str());
     return no_device ? kExitNoDevice : kExitFailed;
@@ -712,8 +709,6 @@ int cmd_run(const RunConfig& c) {
   watchdog.phase("querying the device");
   (void)query_device(o);  // no driver or no device: exit 3 before anything else is done
 
-  std::string why;
-  if (!load_cuda_shim(&why)) throw NoDeviceError(why);
   PrimaryContext ctx(c.device);
   CopyStream copier;
 

@@ -122,7 +122,7 @@ struct alignas(64) HostControl {
 struct alignas(128) DqEntry {
   uint64_t claim;    ///< (remaining tiles << 32) | (uint32_t)ticket
   uint32_t pending;  ///< tiles not yet finished; the block that takes it to 0 completes the task
-  uint32_t pad;
+  uint32_t pad;      ///< diagnostics: (launch << 1) | 1 if the front end ran the task itself
   uint64_t ticket;
   double scratch;  ///< per-task accumulator, zeroed before the task starts (TileCtx::scratch)
   Payload payload;
@@ -149,9 +149,12 @@ struct alignas(128) DeviceState {
   uint64_t claim;  ///< next ticket a worker block claims
   uint64_t pad1[15];
   uint32_t closed;  ///< front end stopped publishing for this run
-  uint32_t pad2;
+  uint32_t running;  ///< kernels between start and exit (a value above 1 at start is an overlap)
   uint64_t launches;
-  uint64_t pad3[14];
+  uint64_t start_head;  ///< `head` the last launch started from
+  uint64_t exit_head;   ///< `head` when the front end of the last run exited
+  uint64_t overlaps;    ///< launches that found another launch still running
+  uint64_t pad3[11];
   uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty
 };
 

@@ -115,6 +115,13 @@ GPUOS_API gpuos_status gpuos_get_stats(gpuos_runtime* rt, gpuos_stats* out);
 GPUOS_API gpuos_status gpuos_suspend(gpuos_runtime* rt);
 GPUOS_API gpuos_status gpuos_resume(gpuos_runtime* rt);
 
+/* Writes a plain-text report of the runtime's internal state into buf (at most cap bytes, always
+ * NUL-terminated when cap > 0): host counters, the kernel's control words, the device scheduler's state
+ * and, for the oldest pending task, its ring slot, device-queue entry and completion record. For hang
+ * diagnosis and bug reports; safe while the kernel runs. *needed (if not NULL) receives the full length
+ * + 1. */
+GPUOS_API gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed);
+
 typedef struct gpuos_device_info {
   char name[256];
   int32_t ordinal;

@@ -169,6 +169,16 @@ class Runtime {
   void shutdown() { detail::check(gpuos_shutdown(rt_)); }
   void resume() { detail::check(gpuos_resume(rt_)); }
 
+  /// Plain-text report of the runtime's internal state (see gpuos_diagnose).
+  std::string diagnose() const {
+    size_t needed = 0;
+    detail::check(gpuos_diagnose(rt_, nullptr, 0, &needed));
+    std::string s(needed, '\0');
+    detail::check(gpuos_diagnose(rt_, s.data(), s.size(), &needed));
+    s.resize(std::strlen(s.c_str()));
+    return s;
+  }
+
   gpuos_runtime* handle() const noexcept { return rt_; }
 
  private:

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cmath>
 #include <chrono>
 #include <thread>
@@ -40,8 +41,25 @@ TEST_CASE("50 suspend/resume cycles while 4 threads submit: every task exactly o
       rt.resume();
       ++cycles;
     }
+    // Submitters block while the ring is full; if tasks stop completing they never finish.
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (running.load() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    if (running.load() != 0) {
+      MESSAGE("submitters stuck (tasks stopped completing); runtime state:\n" << rt.diagnose());
+      FAIL_CHECK("submitters did not finish within 60 s");
+      std::_Exit(1);  // the blocked submitters cannot be joined
+    }
     for (auto& t : th) t.join();
-    CHECK(rt.drain(60s));
+    const bool drained = rt.drain(30s);
+    if (!drained) {
+      MESSAGE("drain timed out; runtime state:\n" << rt.diagnose());
+      std::this_thread::sleep_for(1s);
+      MESSAGE("one second later:\n" << rt.diagnose());
+    }
+    CHECK(drained);
+    const std::string report = rt.diagnose();
+    INFO(report);
+    CHECK(report.find("invariant violated") == std::string::npos);
     const Stats s = rt.stats();
     CHECK(s.submitted == n);
     CHECK(s.completed == n);
