@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 #include "driver.hpp"
@@ -189,6 +191,12 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
     GPUOS_CU_TRY(drv().cuMemAlloc(&dq_, cap * sizeof(abi::DqEntry)));
     GPUOS_CU_TRY(drv().cuMemsetD8Async(state_, 0, sizeof(abi::DeviceState), stream_));
     GPUOS_CU_TRY(drv().cuMemsetD8Async(dq_, 0, cap * sizeof(abi::DqEntry), stream_));
+    if (const char* t = std::getenv("GPUOS_TRACE"); t && *t && *t != '0') {
+      // Front-end flight recorder (diagnostics): its address goes into DeviceState::trace.
+      GPUOS_CU_TRY(drv().cuMemAlloc(&trace_, abi::kTraceRecords * 4 * sizeof(uint64_t)));
+      GPUOS_CU_TRY(drv().cuMemsetD8Async(trace_, 0, abi::kTraceRecords * 4 * sizeof(uint64_t), stream_));
+      GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, trace), &trace_, sizeof(trace_), stream_));
+    }
     GPUOS_CU_TRY(drv().cuStreamSynchronize(stream_));
 
     queue_ = std::make_unique<SubmitQueue>(ring_, completions_, log2);
@@ -239,6 +247,7 @@ void Runtime::shutdown() noexcept {
   if (!faulted && state_flag_.load() != State::Running) {
     if (dq_) drv().cuMemFree(dq_);
     if (state_) drv().cuMemFree(state_);
+    if (trace_) drv().cuMemFree(trace_);
     if (module_) drv().cuModuleUnload(module_);
     if (stream_) drv().cuStreamDestroy(stream_);
     if (diag_stream_) drv().cuStreamDestroy(diag_stream_);
@@ -590,6 +599,30 @@ std::string Runtime::diagnose() {
       }
     }
     if (t < issued) line("pending tickets without a completion: " + u(missing) + " of " + u(issued - t));
+    if (trace_) {
+      const uint64_t n = std::min<uint64_t>(ds.trace_pos, abi::kTraceRecords);
+      std::vector<uint64_t> tr(abi::kTraceRecords * 4);
+      GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(tr.data(), trace_, tr.size() * sizeof(uint64_t), diag_stream_));
+      GPUOS_CU_TRY(drv().cuStreamSynchronize(diag_stream_));
+      line("front-end trace: " + u(ds.trace_pos) + " records");
+      // Discontinuities (a poll that did not start where the previous one ended) and the polls around
+      // the oldest pending ticket.
+      const uint64_t first = ds.trace_pos - n;
+      uint64_t shown = 0;
+      for (uint64_t i = first; i < ds.trace_pos; ++i) {
+        const uint64_t* r = &tr[4 * (i % abi::kTraceRecords)];
+        const bool covers = t >= r[0] && t < r[0] + r[1];
+        bool jump = false;
+        if (i > first) {
+          const uint64_t* q = &tr[4 * ((i - 1) % abi::kTraceRecords)];
+          jump = r[0] != q[0] + q[1];
+        }
+        const bool near = r[0] + r[1] + 512 > t && r[0] < t + 512;
+        if ((jump || covers || near) && shown++ < 40)
+          line("  #" + u(i) + " head=" + u(r[0]) + " ready=" + u(r[1]) + " window=" + u(r[2] & 0xffffffffu) +
+               " lone=" + u(r[2] >> 32) + " launch=" + u(r[3]) + (jump ? " JUMP" : "") + (covers ? " COVERS" : ""));
+      }
+    }
   } catch (const Failure& f) {
     line(std::string("device state unreadable: ") + f.what());
   }

@@ -82,6 +82,7 @@ class Runtime {
   // Device memory.
   CUdeviceptr state_ = 0;
   CUdeviceptr dq_ = 0;
+  CUdeviceptr trace_ = 0;  // front-end flight recorder (GPUOS_TRACE=1), diagnostics only
 
   std::unique_ptr<SubmitQueue> queue_;
 

@@ -250,6 +250,13 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       window = 1;
       continue;
     }
+    if (tid == 0 && s.trace) {
+      uint64_t* r = s.trace + 4 * (s.trace_pos++ % kTraceRecords);
+      r[0] = head;
+      r[1] = ready;
+      r[2] = window | (static_cast<uint64_t>(lone) << 32);
+      r[3] = s.launches;
+    }
 
     if (lone) {
       // Lone single-tile task: run it here, no hand-off. Its entry is never armed, so the worker that

@@ -138,6 +138,10 @@ GPUOS_HD inline constexpr int32_t claim_remaining(uint64_t claim) {
 }
 inline constexpr uint64_t kClaimOne = 1ull << 32;
 
+/// Records in the front end's flight recorder (DeviceState::trace): {head, ready, window | lone << 32,
+/// launch} for every poll that found work.
+inline constexpr uint32_t kTraceRecords = 1u << 16;
+
 /// Number of multi-tile tasks idle blocks can help with at once.
 inline constexpr uint32_t kBoardSize = 64;
 
@@ -154,7 +158,9 @@ struct alignas(128) DeviceState {
   uint64_t start_head;  ///< `head` the last launch started from
   uint64_t exit_head;   ///< `head` when the front end of the last run exited
   uint64_t overlaps;    ///< launches that found another launch still running
-  uint64_t pad3[11];
+  uint64_t* trace;      ///< flight recorder of the front end (kTraceRecords x 4 words), or null
+  uint64_t trace_pos;   ///< records written so far
+  uint64_t pad3[9];
   uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty
 };
 

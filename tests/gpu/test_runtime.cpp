@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -58,6 +59,47 @@ TEST_CASE("eight threads submit concurrently: every task runs exactly once") {
     CHECK(s.completed == n);
     CHECK(s.per_op_completed[GPUOS_OP_AXPY] == n);
     CHECK(s.queue_depth == 0);
+  }
+  const std::vector<float> h = y.download();
+  size_t wrong = 0;
+  for (float v : h) wrong += v != 1.0f;
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("four threads submit batches of 64: every task runs exactly once") {
+  constexpr int kThreads = 4, kBatches = 400, kBatch = 64;
+  constexpr size_t per_thread = size_t(kBatches) * kBatch, n = kThreads * per_thread;
+  test::DeviceBuffer y(n), ones(n);
+  ones.upload(std::vector<float>(n, 1.0f));
+  y.upload(std::vector<float>(n, 0.0f));
+  {
+    Runtime rt;
+    std::atomic<int> running{kThreads};
+    std::vector<std::thread> th;
+    for (int i = 0; i < kThreads; ++i) {
+      th.emplace_back([&, i] {
+        std::vector<Task> batch(kBatch);
+        for (int b = 0; b < kBatches; ++b) {
+          for (int k = 0; k < kBatch; ++k) {
+            const size_t e = i * per_thread + size_t(b) * kBatch + k;
+            batch[k] = ops::axpy(y.get() + e, 1.0f, ones.get() + e, 1);
+          }
+          rt.submit_batch(batch);
+        }
+        running--;
+      });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (running.load() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+    const bool drained = running.load() == 0 && rt.drain(10s);
+    if (!drained) {
+      MESSAGE("tasks stopped completing; runtime state:\n" << rt.diagnose());
+      FAIL_CHECK("batched submits did not complete");
+      std::_Exit(1);  // blocked submitters cannot be joined
+    }
+    for (auto& t : th) t.join();
+    const Stats s = rt.stats();
+    CHECK(s.completed == n);
   }
   const std::vector<float> h = y.download();
   size_t wrong = 0;
