@@ -66,7 +66,7 @@ std::string materialize() {
     std::ofstream out(p, std::ios::binary | std::ios::trunc);
     out.write(f->data, static_cast<std::streamsize>(f->size));
     if (!out.flush())
-      detail::fail(GPUOS_ERR_INTERNAL, "cannot write the operator headers to " + p.string() +
+      throw detail::Failure(GPUOS_ERR_INTERNAL, "cannot write the operator headers to " + p.string() +
                                            " (set GPUOS_INCLUDE_DIR to a directory holding gpuos/op.cuh)");
   }
   fs::rename(tmp, final_dir, ec);
@@ -96,7 +96,7 @@ std::string cccl_include_dir() {
   const std::string d = from_env.empty() ? std::string(GPUOS_JIT_CCCL_DIR) : from_env;
   std::error_code ec;
   if (d.empty() || !fs::is_regular_file(fs::path(d) / "cuda" / "std" / "type_traits", ec))
-    detail::fail(GPUOS_ERR_UNSUPPORTED,
+    throw detail::Failure(GPUOS_ERR_UNSUPPORTED,
                  "CCCL (libcu++) headers not found: '" + d + "' holds no cuda/std/type_traits (" +
                      (from_env.empty() ? "the CUDA toolkit's include/cccl at build time; set GPUOS_CCCL_DIR"
                                        : "from GPUOS_CCCL_DIR") +
