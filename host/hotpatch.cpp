@@ -511,6 +511,7 @@ uint64_t Runtime::alias_set(const std::string& alias, const std::string& target)
   const uint32_t target_id = t->second;
   const uint32_t bytes = accept_[target_id].load() & ~kAccept;
   uint32_t logical;
+  bool fresh = false;
   if (auto a = h.ids.find(alias); a != h.ids.end()) {
     logical = a->second;
     auto it = h.aliases.find(logical);
@@ -522,13 +523,17 @@ uint64_t Runtime::alias_set(const std::string& alias, const std::string& target)
   } else {
     if (alias.empty()) fail(GPUOS_ERR_INVALID_ARG, "alias name is empty");
     if (h.next_id >= GPUOS_MAX_OPS) fail(GPUOS_ERR_INVALID_ARG, "no free operator id for alias '" + alias + "'");
-    logical = h.next_id++;
-    h.ids[alias] = logical;
-    h.aliases[logical].arg_bytes = bytes;
+    logical = h.next_id;
+    fresh = true;
   }
   uint64_t ticket = 0;
   submit_control(abi::ControlArgs{static_cast<uint16_t>(logical), static_cast<uint16_t>(target_id), abi::kControlAlias},
                  ticket);
+  if (fresh) {  // registered only once its first switch is in the queue
+    ++h.next_id;
+    h.ids[alias] = logical;
+    h.aliases[logical].arg_bytes = bytes;
+  }
   h.aliases[logical].targets.push_back(target_id);
   accept_[logical].store(kAccept | bytes, std::memory_order_release);
   return ticket;
