@@ -87,6 +87,7 @@ int run(int argc, char** argv) {
   fs::create_directories(root / "ops");
   ::setenv("GPUOS_CACHE_DIR", (root / "cache").c_str(), 1);
 
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   DeviceContext dev(device);
   Stream s;
   constexpr size_t kLoadPerThread = 1u << 22;
@@ -128,6 +129,26 @@ int run(int argc, char** argv) {
       if (got != static_cast<float>(version)) throw std::runtime_error("a task ran the wrong version");
       return ms;
     };
+    // A hang (a switch that never finishes, tasks that never complete) ends the run with a report.
+    std::atomic<const char*> phase{"save -> new code"};
+    std::atomic<bool> finished{false};
+    std::thread watchdog([&] {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+      while (!finished.load() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (finished.load()) return;
+      const Stats st = rt.stats();
+      std::printf("HANG in phase '%s': submitted %llu completed %llu failed %llu heartbeat %llu launches %llu\n",
+                  phase.load(), (unsigned long long)st.submitted, (unsigned long long)st.completed,
+                  (unsigned long long)st.failed, (unsigned long long)st.heartbeat, (unsigned long long)st.launches);
+      std::fflush(stdout);
+      std::_Exit(3);
+    });
+    struct Join {
+      std::atomic<bool>& f;
+      std::thread& t;
+      ~Join() { f.store(true); t.join(); }
+    } join{finished, watchdog};
     // 1. save -> first task on the new code.
     unsigned version = 1;
     first_compile_ms.push_back(save_and_serve(version));
@@ -135,6 +156,8 @@ int run(int argc, char** argv) {
     // Warm: alternate between two contents built above.
     for (int i = 0; i < reps; ++i) warm_ms.push_back(save_and_serve(i % 2 ? version : version - 2));
 
+    std::printf("phase 1 done: cold p50 %.1f ms\n", LatencySummary::of(cold_ms).p50);
+    phase = "alias round trips";
     // 3. alias and nop round trips on an idle runtime.
     rt.load_operator_source("tag_b.cu", tag_source("tag_b", 1));
     rt.alias_set("tagx", "tag");
@@ -148,6 +171,8 @@ int run(int argc, char** argv) {
       if (i >= 100) nop_rt_us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);
     }
 
+    phase = "switches under load";
+    std::printf("phase 3 done\n");
     // 4. switches under load.
     std::vector<float> zeros(size_t(threads) * kLoadPerThread, 0.0f);
     s.upload(load_out.ptr(), zeros.data(), zeros.size() * 4);
@@ -187,10 +212,13 @@ int run(int argc, char** argv) {
       pause_us.push_back(static_cast<double>(g.pause_ns) * 1e-3);
       build_ms.push_back(static_cast<double>(g.build_ns) * 1e-6);
     }
+    phase = "waiting for the alias flips";
     flipper.join();
     stop.store(true);
+    phase = "joining the submitters";
     for (auto& t : th) t.join();
     load_seconds = static_cast<double>(now_ns() - l0) * 1e-9;
+    phase = "draining";
     rt.drain();
     const Stats after = rt.stats();
     for (size_t c : counts) load_tasks += c;

@@ -6,8 +6,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,7 +43,13 @@ class Load {
         size_t k = 0;
         for (; k < per_thread && !stop_.load(std::memory_order_relaxed); ++k) {
           const TagArgs a{out.get() + i * per_thread + k, 0};
-          tickets_[i][k] = rt.submit(Task::make(op.load(std::memory_order_acquire), 1, a));
+          const Task task = Task::make(op.load(std::memory_order_acquire), 1, a);
+          std::optional<Ticket> t;
+          while (!(t = rt.try_submit(task))) {  // a full queue must not keep stop() from returning
+            if (stop_.load()) return;
+            std::this_thread::yield();
+          }
+          tickets_[i][k] = *t;
           counts_[i].store(k + 1, std::memory_order_release);
         }
       });
@@ -95,6 +103,20 @@ inline size_t check_cuts(const Load& load, const std::vector<float>& out, size_t
   // Every switch happened under load: tasks on both sides of each cut.
   CHECK(per_cut_seen == cuts.size());
   return checked;
+}
+
+/// Drains with a deadline; on timeout says how far the runtime got (for a hang report) and fails.
+inline bool drain_or_report(Runtime& rt, std::chrono::seconds limit) {
+  if (rt.drain(limit)) return true;
+  const Stats s = rt.stats();
+  const auto g = rt.generation();
+  FAIL_CHECK("drain timed out: submitted " << s.submitted << ", completed " << s.completed << ", failed " << s.failed
+                                          << ", heartbeat " << s.heartbeat << ", launches " << s.launches
+                                          << ", generation " << g.number << " from ticket " << g.first_ticket);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const Stats s2 = rt.stats();
+  FAIL_CHECK("200 ms later: completed " << s2.completed << ", heartbeat " << s2.heartbeat);
+  return false;
 }
 
 }  // namespace gpuos::test
