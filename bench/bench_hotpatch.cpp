@@ -41,6 +41,7 @@ constexpr const char* kHelp =
     "  --flips N      alias flips under load (default 1000)\n"
     "  --threads T    submitting threads under load (default 4)\n"
     "  --debounce MS  watcher quiet period (default 2)\n"
+    "  --hang-s S     report the phase and stats and exit 3 if the run takes longer (default 240)\n"
     "  --json FILE    result file (default bench_hotpatch.json)\n";
 
 struct TagArgs {
@@ -73,8 +74,9 @@ int run(int argc, char** argv) {
   Flags f(argc, argv, kHelp);
   const int device = static_cast<int>(f.integer("--device", 0, 0, 1023));
   const int reps = static_cast<int>(f.integer("--reps", 20, 2, 1000));
-  const int switches = static_cast<int>(f.integer("--switches", 100, 1, 10000));
-  const int flips = static_cast<int>(f.integer("--flips", 1000, 1, 1000000));
+  const int switches = static_cast<int>(f.integer("--switches", 100, 0, 10000));
+  const int flips = static_cast<int>(f.integer("--flips", 1000, 0, 1000000));
+  const int hang_s = static_cast<int>(f.integer("--hang-s", 240, 1, 100000));
   const unsigned threads = static_cast<unsigned>(f.integer("--threads", 4, 1, 64));
   const int debounce = static_cast<int>(f.integer("--debounce", 2, 0, 1000));
   const std::string json = f.text("--json", "bench_hotpatch.json");
@@ -133,7 +135,7 @@ int run(int argc, char** argv) {
     std::atomic<const char*> phase{"save -> new code"};
     std::atomic<bool> finished{false};
     std::thread watchdog([&] {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(hang_s);
       while (!finished.load() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (finished.load()) return;

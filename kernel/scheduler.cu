@@ -212,10 +212,12 @@ __device__ __forceinline__ uint32_t resolve_op(uint32_t w0, const uint16_t* alia
   return op < GPUOS_MAX_OPS ? (w0 & 0xffff0000u) | alias[op] : w0;
 }
 
-/// Applies the control task whose chunk 0 is `c0` (thread 0) and completes its ticket.
-__device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* alias, uint4 c0, uint64_t ticket) {
+/// Applies the control task whose chunk 0 is `c0` and chunk 1's first word `kind` (ControlArgs::kind;
+/// chunk words are op|arg_bytes, tiles, args[0..3], stamp) and completes its ticket. Thread 0.
+__device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* alias, uint4 c0, uint32_t kind,
+                                              uint64_t ticket) {
   DeviceState& s = *p.state;
-  const uint32_t logical = c0.z & 0xffffu, slot = c0.z >> 16, kind = c0.w;
+  const uint32_t logical = c0.z & 0xffffu, slot = c0.z >> 16;
   uint32_t st = kTaskBadArgs;
   if ((c0.x >> 16) == sizeof(ControlArgs) && kind == kControlAlias && logical < GPUOS_MAX_OPS &&
       slot < GPUOS_MAX_OPS) {
@@ -288,7 +290,8 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     }
 
     if (control) {
-      if (tid == 0) apply_control(p, alias, v[0], head);
+      const uint32_t kind = __shfl_sync(0xffffffffu, v[0].x, 1);  // chunk 1 of slot 0 is thread 1's
+      if (tid == 0) apply_control(p, alias, v[0], kind, head);
       __syncthreads();
     } else if (lone) {
       // Lone single-tile task: run it here, no hand-off. Its entry is never armed, so the worker that

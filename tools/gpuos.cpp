@@ -821,6 +821,7 @@ int cmd_run(const RunConfig& c) {
 // ---- Entry ------------------------------------------------------------------------------------------
 
 int dispatch(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines reach a log file as they happen
   if (argc < 2) throw UsageError("no command given");
   std::string_view cmd = argv[1];
   ArgReader r(cmd, std::span<char*>(argv + 2, static_cast<std::size_t>(argc - 2)));
