@@ -40,6 +40,7 @@ constexpr const char* kHelp =
     "  --switches N   generation switches under load (default 100)\n"
     "  --flips N      alias flips under load (default 1000)\n"
     "  --threads T    submitting threads under load (default 4)\n"
+    "  --batch N      tasks per submit under load, 1..64 (default 1)\n"
     "  --debounce MS  watcher quiet period (default 2)\n"
     "  --hang-s S     report the phase and stats and exit 3 if the run takes longer (default 240)\n"
     "  --json FILE    result file (default bench_hotpatch.json)\n";
@@ -78,6 +79,7 @@ int run(int argc, char** argv) {
   const int flips = static_cast<int>(f.integer("--flips", 1000, 0, 1000000));
   const int hang_s = static_cast<int>(f.integer("--hang-s", 240, 1, 100000));
   const unsigned threads = static_cast<unsigned>(f.integer("--threads", 4, 1, 64));
+  const size_t batch_size = static_cast<size_t>(f.integer("--batch", 1, 1, 64));
   const int debounce = static_cast<int>(f.integer("--debounce", 2, 0, 1000));
   const std::string json = f.text("--json", "bench_hotpatch.json");
   f.finish();
@@ -189,14 +191,17 @@ int run(int argc, char** argv) {
     const std::int64_t l0 = now_ns();
     for (unsigned t = 0; t < threads; ++t)
       th.emplace_back([&, t] {
-        constexpr size_t kBatch = 64;
+        const size_t kBatch = batch_size;
         std::vector<Task> batch(kBatch);
         size_t k = 0;
         float* base = load_out.as<float>(size_t(t) * kLoadPerThread);
         while (!stop.load(std::memory_order_relaxed) && k + kBatch <= kLoadPerThread) {
           for (size_t b = 0; b < kBatch; ++b)
             batch[b] = Task::make((k + b) % 2 ? alias_id : direct_id, 1, TagArgs{base + k + b, 0});
-          rt.submit_batch(batch);
+          if (kBatch == 1)
+            rt.submit(batch[0]);
+          else
+            rt.submit_batch(batch);
           k += kBatch;
         }
         counts[t] = k;
@@ -282,6 +287,7 @@ int run(int argc, char** argv) {
       .field("generation_switches", switches)
       .field("alias_flips", flips)
       .field("threads", threads)
+      .field("batch", static_cast<std::uint64_t>(batch_size))
       .field("tasks", load_tasks)
       .field("seconds", load_seconds)
       .field("tasks_per_s", load_rate)

@@ -751,6 +751,8 @@ int cmd_run(const RunConfig& c) {
   // a device fault the context may be gone, and a failing free must not hide the real error.
   try {
     watchdog.phase("booting the runtime");
+    std::unique_ptr<OpsDir::ExampleBuffers> example_buffers;  // outlives rt: frees need an idle device
+    if (!c.ops_dir.empty()) example_buffers = std::make_unique<OpsDir::ExampleBuffers>();
     Runtime rt(o);
     r.device = rt.device_info();
     std::unique_ptr<OpsDir> ops;
@@ -793,7 +795,7 @@ int cmd_run(const RunConfig& c) {
     if (ops) {
       watchdog.phase("running the example operators");
       std::printf("operators from %s:\n", c.ops_dir.c_str());
-      ops_problems = ops->run_examples(copier);
+      ops_problems = ops->run_examples(copier, *example_buffers);
       if (c.watch_s) {
         watchdog.phase("watching the operator directory");
         std::printf("watching %s for %u s (gpuos ops --ops-dir %s)\n", c.ops_dir.c_str(), c.watch_s, c.ops_dir.c_str());

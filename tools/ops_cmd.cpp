@@ -229,16 +229,22 @@ bool close(float got, float want, float rel, float abs) {
 
 }  // namespace
 
-std::vector<std::string> OpsDir::run_examples(const CopyStream& copier) {
+namespace {
+constexpr size_t kExN = 1u << 18, kExLd = 1024;
+}  // namespace
+
+OpsDir::ExampleBuffers::ExampleBuffers() : x(kExN * 4), y(kExN * 4), w(kExLd * 4) {}
+
+std::vector<std::string> OpsDir::run_examples(const CopyStream& copier, const ExampleBuffers& buf) {
   std::vector<std::string> problems;
-  constexpr size_t n = 1u << 18, rows = 64, cols = 1000, ld = 1024;
+  constexpr size_t n = kExN, rows = 64, cols = 1000, ld = kExLd;
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
   std::vector<float> x(n), y0(n), w(ld);
   for (float& v : x) v = dist(gen);
   for (float& v : y0) v = dist(gen);
   for (float& v : w) v = dist(gen);
-  DeviceBuffer dx(n * 4), dy(n * 4), dw(ld * 4);
+  const DeviceBuffer &dx = buf.x, &dy = buf.y, &dw = buf.w;
   copier.upload(dx.ptr(), x.data(), n * 4);
   copier.upload(dw.ptr(), w.data(), ld * 4);
   auto id_of = [&](const char* name) -> int64_t {

@@ -39,10 +39,16 @@ class OpsDir {
   OpsDir(const OpsDir&) = delete;
   OpsDir& operator=(const OpsDir&) = delete;
 
+  /// Device buffers of run_examples. Allocate them BEFORE the runtime boots and free them after it is
+  /// gone: freeing device memory blocks while the resident kernel runs (gpu-facts.md §1).
+  struct ExampleBuffers {
+    ExampleBuffers();
+    DeviceBuffer x, y, w;
+  };
   /// Runs every shipped example operator that is loaded (scale, relu, saxpby, softmax_row,
   /// rmsnorm_row) on generated data and compares with a CPU reference. Returns one line per problem;
   /// prints one line per operator.
-  std::vector<std::string> run_examples(const CopyStream& copier);
+  std::vector<std::string> run_examples(const CopyStream& copier, const ExampleBuffers& buf);
   /// Files that failed to load at boot or since (their latest version).
   unsigned failures() const { return failures_.load(); }
   uint64_t reloads() const { return reloads_.load(); }
