@@ -41,6 +41,9 @@ constexpr const char* kHelp =
     "  --flips N      alias flips under load (default 1000)\n"
     "  --threads T    submitting threads under load (default 4)\n"
     "  --batch N      tasks per submit under load, 1..64 (default 1)\n"
+    "  --only-load 1  diagnostics: skip phases 1-3\n"
+    "  --load-op OP   tag (default) or axpy (built-in) for the load\n"
+    "  --jit 0|1      with axpy: switch to a linked generation first (default 1)\n"
     "  --debounce MS  watcher quiet period (default 2)\n"
     "  --hang-s S     report the phase and stats and exit 3 if the run takes longer (default 240)\n"
     "  --json FILE    result file (default bench_hotpatch.json)\n";
@@ -80,6 +83,11 @@ int run(int argc, char** argv) {
   const int hang_s = static_cast<int>(f.integer("--hang-s", 240, 1, 100000));
   const unsigned threads = static_cast<unsigned>(f.integer("--threads", 4, 1, 64));
   const size_t batch_size = static_cast<size_t>(f.integer("--batch", 1, 1, 64));
+  // Diagnostics: --only-load 1 skips phases 1-3; --load-op axpy loads with the built-in axpy (y += x,
+  // x = 1) instead of the tag operators, on the boot image unless --jit 1 first switches to a linked one.
+  const bool only_load = f.integer("--only-load", 0, 0, 1) != 0;
+  const std::string load_op = f.text("--load-op", "tag");
+  const bool jit_first = f.integer("--jit", 1, 0, 1) != 0;
   const int debounce = static_cast<int>(f.integer("--debounce", 2, 0, 1000));
   const std::string json = f.text("--json", "bench_hotpatch.json");
   f.finish();
@@ -96,6 +104,12 @@ int run(int argc, char** argv) {
   Stream s;
   constexpr size_t kLoadPerThread = 1u << 22;
   DeviceArray probe(4096 * 4), load_out(size_t(threads) * kLoadPerThread * 4);
+  const bool axpy_load = load_op == "axpy";
+  DeviceArray ones(axpy_load ? size_t(threads) * kLoadPerThread * 4 : 4);
+  if (axpy_load) {
+    std::vector<float> one(size_t(threads) * kLoadPerThread, 1.0f);
+    s.upload(ones.ptr(), one.data(), one.size() * 4);
+  }
   std::printf("bench_hotpatch on %s (driver %d, %s)\n", dev.name.c_str(), dev.driver_version, gpuos_build_info());
 
   std::vector<double> first_compile_ms, cold_ms, warm_ms, alias_rt_us, nop_rt_us, pause_us, build_ms;
@@ -155,6 +169,7 @@ int run(int argc, char** argv) {
     } join{finished, watchdog};
     // 1. save -> first task on the new code.
     unsigned version = 1;
+    if (!only_load) {
     first_compile_ms.push_back(save_and_serve(version));
     for (int i = 0; i < reps; ++i) cold_ms.push_back(save_and_serve(version += 2));
     // Warm: alternate between two contents built above.
@@ -177,13 +192,24 @@ int run(int argc, char** argv) {
 
     phase = "switches under load";
     std::printf("phase 3 done\n");
+    }  // !only_load
+    if (only_load && !axpy_load) {
+      rt.load_operator_source("tag_b.cu", tag_source("tag_b", 1));
+      rt.load_operator_source(file.string(), tag_source("tag", 1));
+      rt.alias_set("tagx", "tag");
+    }
+    if (only_load && axpy_load && jit_first) rt.load_operator_source("tag_b.cu", tag_source("tag_b", 1));
     // 4. switches under load.
     std::vector<float> zeros(size_t(threads) * kLoadPerThread, 0.0f);
     s.upload(load_out.ptr(), zeros.data(), zeros.size() * 4);
-    rt.load_operator_source(file.string(), tag_source("tag", 1));
-    rt.load_operator_source("tag_b.cu", tag_source("tag_b", 3));
-    const uint32_t alias_id = rt.op_id("tagx");
-    const uint32_t direct_id = rt.op_id("tag");
+    if (!axpy_load) {
+      rt.load_operator_source(file.string(), tag_source("tag", 1));
+      rt.load_operator_source("tag_b.cu", tag_source("tag_b", 3));
+    }
+    const uint32_t alias_id = axpy_load ? 0 : rt.op_id("tagx");
+    const uint32_t direct_id = axpy_load ? 0 : rt.op_id("tag");
+    std::printf("load: %s tasks, batch %zu, generation %llu\n", load_op.c_str(), batch_size,
+                static_cast<unsigned long long>(rt.generation().number));
     const Stats before = rt.stats();
     std::atomic<bool> stop{false};
     std::vector<size_t> counts(threads, 0);
@@ -197,7 +223,8 @@ int run(int argc, char** argv) {
         float* base = load_out.as<float>(size_t(t) * kLoadPerThread);
         while (!stop.load(std::memory_order_relaxed) && k + kBatch <= kLoadPerThread) {
           for (size_t b = 0; b < kBatch; ++b)
-            batch[b] = Task::make((k + b) % 2 ? alias_id : direct_id, 1, TagArgs{base + k + b, 0});
+            batch[b] = axpy_load ? ops::axpy(base + k + b, 1.0f, ones.as<float>(size_t(t) * kLoadPerThread + k + b), 1)
+                                 : Task::make((k + b) % 2 ? alias_id : direct_id, 1, TagArgs{base + k + b, 0});
           if (kBatch == 1)
             rt.submit(batch[0]);
           else
