@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "driver.hpp"
 #include "error.hpp"
@@ -200,6 +201,88 @@ gpuos_status gpuos_get_device_info(gpuos_runtime* rt, gpuos_device_info* out) {
   GPUOS_REQUIRE(rt && out, "rt or out is NULL");
   *out = rt->impl.device_info();
   return GPUOS_OK;
+}
+
+gpuos_status gpuos_load_operator_file(gpuos_runtime* rt, const char* path, gpuos_generation* out) {
+  GPUOS_REQUIRE(rt && path, "rt or path is NULL");
+  return guarded([&] {
+    const gpuos_generation g = rt->impl.load_operator(path, nullptr);
+    if (out) *out = g;
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_load_operator_source(gpuos_runtime* rt, const char* source_name, const char* source, size_t size,
+                                        gpuos_generation* out) {
+  GPUOS_REQUIRE(rt && source_name && (source || size == 0), "rt, source_name or source is NULL");
+  return guarded([&] {
+    const std::string text(source ? source : "", size);
+    const gpuos_generation g = rt->impl.load_operator(source_name, &text);
+    if (out) *out = g;
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_remove_operator_source(gpuos_runtime* rt, const char* source_name, gpuos_generation* out) {
+  GPUOS_REQUIRE(rt && source_name, "rt or source_name is NULL");
+  return guarded([&] {
+    const gpuos_generation g = rt->impl.remove_operator_source(source_name);
+    if (out) *out = g;
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_op_id(gpuos_runtime* rt, const char* name, uint32_t* id) {
+  GPUOS_REQUIRE(rt && name && id, "rt, name or id is NULL");
+  return guarded([&] {
+    *id = rt->impl.op_id(name);
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_alias_set(gpuos_runtime* rt, const char* alias, const char* target, uint64_t* ticket) {
+  GPUOS_REQUIRE(rt && alias && target, "rt, alias or target is NULL");
+  return guarded([&] {
+    const uint64_t t = rt->impl.alias_set(alias, target);
+    if (ticket) *ticket = t;
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_alias_rollback(gpuos_runtime* rt, const char* alias, uint64_t* ticket) {
+  GPUOS_REQUIRE(rt && alias, "rt or alias is NULL");
+  return guarded([&] {
+    const uint64_t t = rt->impl.alias_rollback(alias);
+    if (ticket) *ticket = t;
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_generation_rollback(gpuos_runtime* rt, gpuos_generation* out) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return guarded([&] {
+    const gpuos_generation g = rt->impl.rollback_generation();
+    if (out) *out = g;
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_get_generation(gpuos_runtime* rt, gpuos_generation* out) {
+  GPUOS_REQUIRE(rt && out, "rt or out is NULL");
+  return guarded([&] {
+    *out = rt->impl.generation();
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_list_ops(gpuos_runtime* rt, gpuos_op_info* out, size_t capacity, size_t* count) {
+  GPUOS_REQUIRE(rt && count && (out || capacity == 0), "rt, count or out is NULL");
+  return guarded([&] {
+    const std::vector<gpuos_op_info> rows = rt->impl.list_ops();
+    for (size_t i = 0; i < rows.size() && i < capacity; ++i) out[i] = rows[i];
+    *count = rows.size();
+    return GPUOS_OK;
+  });
 }
 
 const char* gpuos_build_info(void) { return "gpuos " GPUOS_BUILD_INFO; }

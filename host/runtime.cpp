@@ -10,6 +10,7 @@
 
 #include "driver.hpp"
 #include "error.hpp"
+#include "hotpatch.hpp"
 
 extern "C" {
 extern const unsigned char gpuos_image_cubin[];
@@ -197,7 +198,12 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
       GPUOS_CU_TRY(drv().cuMemsetD8Async(trace_, 0, abi::kTraceRecords * 4 * sizeof(uint64_t), stream_));
       GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, trace), &trace_, sizeof(trace_), stream_));
     }
+    // Alias table: identity (every logical id runs the operator in its own slot).
+    uint16_t alias[GPUOS_MAX_OPS];
+    for (uint32_t i = 0; i < GPUOS_MAX_OPS; ++i) alias[i] = static_cast<uint16_t>(i);
+    GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, alias), alias, sizeof(alias), stream_));
     GPUOS_CU_TRY(drv().cuStreamSynchronize(stream_));
+    for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) accept_[i].store(kAccept | kBuiltins[i].arg_bytes);
 
     queue_ = std::make_unique<SubmitQueue>(ring_, completions_, log2);
     launch();
@@ -249,6 +255,7 @@ void Runtime::shutdown() noexcept {
     if (state_) drv().cuMemFree(state_);
     if (trace_) drv().cuMemFree(trace_);
     if (module_) drv().cuModuleUnload(module_);
+    if (prev_.module) drv().cuModuleUnload(prev_.module);
     if (stream_) drv().cuStreamDestroy(stream_);
     if (diag_stream_) drv().cuStreamDestroy(diag_stream_);
   }
@@ -285,6 +292,7 @@ void Runtime::launch() {
   ++launches_;
   // Wait until every block is resident and the front end runs (it writes started_run after grid sync).
   const auto deadline = Clock::now() + std::chrono::seconds(30);
+  const auto spin_until = Clock::now() + std::chrono::milliseconds(5);
   while (load_host_u64(control_->started_run) != run) {
     const CUresult r = drv().cuStreamQuery(stream_);
     if (r != CUDA_ERROR_NOT_READY) {
@@ -292,7 +300,11 @@ void Runtime::launch() {
       cu_check(r, "resident kernel start", __FILE__, __LINE__);
     }
     if (Clock::now() > deadline) fail(GPUOS_ERR_INTERNAL, "the resident kernel did not start within 30 s");
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    // A start takes tens of microseconds: spin briefly (a generation switch pauses serving meanwhile).
+    if (Clock::now() < spin_until)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   state_flag_.store(State::Running);
 }
@@ -300,6 +312,7 @@ void Runtime::launch() {
 void Runtime::stop_kernel(double timeout_s) {
   __atomic_store_n(&control_->stop_run, run_id_, __ATOMIC_RELEASE);
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto spin_until = Clock::now() + std::chrono::milliseconds(5);
   for (;;) {
     const CUresult r = drv().cuStreamQuery(stream_);
     if (r == CUDA_SUCCESS) break;
@@ -310,7 +323,11 @@ void Runtime::stop_kernel(double timeout_s) {
     if (Clock::now() > deadline)
       fail(GPUOS_ERR_INTERNAL, "the resident kernel did not stop within " + std::to_string(timeout_s) +
                                    " s (a task may be stuck in an operator)");
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // Spin for the first milliseconds (a stop usually takes microseconds), then sleep.
+    if (Clock::now() < spin_until)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   state_flag_.store(State::Suspended);
   check_stopped_state();
@@ -418,14 +435,20 @@ bool Runtime::submit(const gpuos_task* tasks, size_t n, bool blocking, uint64_t&
   for (size_t i = 0; i < n; ++i) {
     const gpuos_task& t = tasks[i];
     auto where = [&] { return n > 1 ? "task " + std::to_string(i) + ": " : std::string(); };
-    const OpInfo& op = builtin_op(t.op);
-    if (!op.name) fail(GPUOS_ERR_INVALID_ARG, where() + "unknown operator id " + std::to_string(t.op));
+    // Built-ins, loaded operators and aliases (accept_ is updated by host/hotpatch.cpp).
+    const uint32_t acc = t.op < GPUOS_MAX_OPS ? accept_[t.op].load(std::memory_order_acquire) : 0u;
+    if (!(acc & kAccept)) fail(GPUOS_ERR_INVALID_ARG, where() + "unknown operator id " + std::to_string(t.op));
     if (t.arg_bytes > GPUOS_MAX_ARG_BYTES)
       fail(GPUOS_ERR_INVALID_ARG, where() + "arguments of " + std::to_string(t.arg_bytes) + " bytes exceed " +
                                       std::to_string(GPUOS_MAX_ARG_BYTES));
-    if (t.arg_bytes != op.arg_bytes)
-      fail(GPUOS_ERR_INVALID_ARG, where() + "operator '" + op.name + "' takes " + std::to_string(op.arg_bytes) +
-                                      " bytes of arguments, got " + std::to_string(t.arg_bytes));
+    const uint32_t want = acc & ~kAccept;
+    if (t.arg_bytes != want) {
+      const OpInfo& op = builtin_op(t.op);
+      fail(GPUOS_ERR_INVALID_ARG, where() + "operator " +
+                                      (op.name ? "'" + std::string(op.name) + "'" : "id " + std::to_string(t.op)) +
+                                      " takes " + std::to_string(want) + " bytes of arguments, got " +
+                                      std::to_string(t.arg_bytes));
+    }
     if (t.arg_bytes != 0 && !t.args) fail(GPUOS_ERR_INVALID_ARG, where() + "args is NULL");
     if (t.tiles == 0 || t.tiles > GPUOS_MAX_TILES)
       fail(GPUOS_ERR_INVALID_ARG, where() + "tiles must be in [1, 2^30], got " + std::to_string(t.tiles));

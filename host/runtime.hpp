@@ -51,6 +51,20 @@ class Runtime {
   /// Stops accepting tasks, drains, stops the kernel. Idempotent. Waits and stats keep working.
   void close();
 
+  // ---- hot-patching (host/hotpatch.cpp; contracts in gpuos/gpuos.h) --------------------------------
+  /// `text` null: read the file `source_name`. Throws Failure with the diagnostics on a broken source.
+  gpuos_generation load_operator(const std::string& source_name, const std::string* text);
+  /// Compiles all (concurrently), then ONE generation with every source that compiled. Sources that
+  /// failed are reported in `errors` (and by list_ops); the others load.
+  gpuos_generation load_operators(const std::vector<std::string>& paths, std::vector<std::string>& errors);
+  gpuos_generation remove_operator_source(const std::string& source_name);
+  uint32_t op_id(const std::string& name);
+  uint64_t alias_set(const std::string& alias, const std::string& target);
+  uint64_t alias_rollback(const std::string& alias);
+  gpuos_generation rollback_generation();
+  gpuos_generation generation();
+  std::vector<gpuos_op_info> list_ops();
+
  private:
   enum class State { Running, Suspended, Stopped, Faulted };
 
@@ -61,6 +75,33 @@ class Runtime {
   void set_fault(const std::string& why);
   void check_usable() const;
   void shutdown() noexcept;
+
+  // Hot-patching internals (host/hotpatch.cpp).
+ public:
+  struct Hotpatch;
+  struct HotpatchBuild;
+
+ private:
+  /// Checks names, assigns ids, links, retires what goes away (after its tasks) and switches.
+  gpuos_generation rebuild(Hotpatch& h, HotpatchBuild& b);
+  Hotpatch& hotpatch();  // created on first use
+  struct Image {
+    CUmodule module = nullptr;
+    CUfunction kernel = nullptr;
+    uint32_t grid = 0;
+  };
+  /// Quiesces the kernel (the tasks it took from the queue finish), loads `cubin` (null: swaps back to
+  /// the previous image), makes it current (the current one becomes the previous; the one before is
+  /// unloaded) and relaunches on the same state. first_ticket: the first ticket the new image runs.
+  /// On a load failure the old image is relaunched and the failure thrown.
+  void switch_image(const std::vector<char>* cubin, uint64_t& first_ticket, uint64_t& pause_ns);
+  void submit_control(const abi::ControlArgs& c, uint64_t& ticket);
+  void wait_retired(uint64_t end);  // every ticket below `end` completed (or throws)
+  std::unique_ptr<Hotpatch> hp_;
+  Image prev_;  // the previous generation, kept loaded for rollback
+  /// Host view of each operator id for submit: 0 = no operator; else kAccept | argument bytes.
+  static constexpr uint32_t kAccept = 1u << 31;
+  std::atomic<uint32_t> accept_[GPUOS_MAX_OPS] = {};
 
   gpuos_options opts_;
   gpuos_device_info info_{};

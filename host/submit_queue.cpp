@@ -72,7 +72,8 @@ uint64_t SubmitQueue::reap() {
   const uint64_t end = tail_.load(std::memory_order_acquire);
   abi::Completion c;
   while (r < end && read_record(r, c) && c.seq == r + 1) {
-    per_op_completed_[ops_[r & mask_]].fetch_add(1, std::memory_order_relaxed);
+    if (const uint16_t op = ops_[r & mask_]; op < GPUOS_MAX_OPS)  // not control tasks
+      per_op_completed_[op].fetch_add(1, std::memory_order_relaxed);
     if (c.status != abi::kTaskOk) {
       failed_count_.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> fl(failures_mutex_);

@@ -14,6 +14,7 @@
 
 #include "jit/cache.hpp"
 #include "jit/deps.hpp"
+#include "jit/headers.hpp"
 #include "jit/jit_error.hpp"
 
 #ifndef GPUOS_JIT_INCLUDE_DIR
@@ -429,8 +430,16 @@ std::vector<std::string> default_include_dirs() {
     const char* v = std::getenv(env);
     return std::string(v && *v ? v : built);
   };
+  // The operator headers embedded in the library (no source tree needed); the build-time source
+  // directory only when they cannot be written out.
+  std::string ops;
+  try {
+    ops = operator_include_dir();
+  } catch (const detail::Failure&) {
+    ops = pick("GPUOS_INCLUDE_DIR", GPUOS_JIT_INCLUDE_DIR);
+  }
   std::vector<std::string> dirs;
-  for (std::string d : {pick("GPUOS_INCLUDE_DIR", GPUOS_JIT_INCLUDE_DIR), pick("GPUOS_CCCL_DIR", GPUOS_JIT_CCCL_DIR)})
+  for (std::string d : {ops, pick("GPUOS_CCCL_DIR", GPUOS_JIT_CCCL_DIR)})
     if (!d.empty()) dirs.push_back(std::move(d));
   return dirs;
 }

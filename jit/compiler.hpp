@@ -45,8 +45,9 @@ std::string to_string(const Diagnostic& d);
 /// Splits an NVRTC program log into diagnostics; summary lines ("1 error detected ...") are dropped.
 std::vector<Diagnostic> parse_nvrtc_log(std::string_view log);
 
-/// Directories holding gpuos/op.cuh and CCCL (cuda/std/...): GPUOS_INCLUDE_DIR and GPUOS_CCCL_DIR when
-/// set, else the ones this library was built with.
+/// Directories holding gpuos/op.cuh and CCCL (cuda/std/...): GPUOS_INCLUDE_DIR when set, else the
+/// headers embedded in the library, written out (jit/headers.hpp); GPUOS_CCCL_DIR when set, else the
+/// toolkit's CCCL found at build time (cccl_include_dir() checks it exists).
 std::vector<std::string> default_include_dirs();
 
 struct CompileOptions {

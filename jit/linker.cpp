@@ -135,7 +135,12 @@ LinkResult link(std::span<const LinkInput> inputs, const LinkOptions& o) {
   return l.finish();
 }
 
-bool elf_defines_symbol(std::span<const char> elf, std::string_view symbol) {
+namespace {
+
+/// Calls f(sym, section header of its section, ELF header) for each defined symbol named `symbol`
+/// until f returns true. False for anything that is not a little-endian ELF64.
+template <class F>
+bool for_symbol(std::span<const char> elf, std::string_view symbol, F&& f) {
   auto in_bounds = [&](std::uint64_t off, std::uint64_t len) {
     return off <= elf.size() && len <= elf.size() - off;
   };
@@ -163,10 +168,34 @@ bool elf_defines_symbol(std::span<const char> elf, std::string_view symbol) {
       const char* name = elf.data() + strtab.sh_offset + sym.st_name;
       const std::size_t max = strtab.sh_size - sym.st_name;
       const std::size_t len = strnlen(name, max);
-      if (len < max && std::string_view(name, len) == symbol) return true;
+      if (len < max && std::string_view(name, len) == symbol) {
+        Elf64_Shdr home{};
+        if (sym.st_shndx < eh.e_shnum) home = section(sym.st_shndx);
+        if (f(sym, home)) return true;
+      }
     }
   }
   return false;
+}
+
+}  // namespace
+
+bool elf_defines_symbol(std::span<const char> elf, std::string_view symbol) {
+  return for_symbol(elf, symbol, [](const Elf64_Sym&, const Elf64_Shdr&) { return true; });
+}
+
+std::optional<std::vector<char>> elf_symbol_data(std::span<const char> elf, std::string_view symbol) {
+  std::optional<std::vector<char>> out;
+  for_symbol(elf, symbol, [&](const Elf64_Sym& sym, const Elf64_Shdr& sec) {
+    if (sec.sh_type != SHT_PROGBITS || sym.st_value < sec.sh_addr) return false;
+    const std::uint64_t rel = sym.st_value - sec.sh_addr;
+    if (rel > sec.sh_size || sym.st_size > sec.sh_size - rel) return false;
+    const std::uint64_t off = sec.sh_offset + rel;
+    if (off > elf.size() || sym.st_size > elf.size() - off) return false;
+    out.emplace(elf.data() + off, elf.data() + off + sym.st_size);
+    return true;
+  });
+  return out;
 }
 
 }  // namespace gpuos::jit

@@ -11,6 +11,7 @@
 // and internal failures of nvJitLink throw gpuos::detail::Failure.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -79,5 +80,10 @@ LinkResult link(std::span<const LinkInput> inputs, const LinkOptions& o);
 /// True when `elf` is an ELF image whose symbol table defines `symbol`: a check of a linked cubin that
 /// needs no GPU and no external tool.
 bool elf_defines_symbol(std::span<const char> elf, std::string_view symbol);
+
+/// The initial bytes of `symbol` in an ELF image (its section's data at the symbol, st_size bytes), or
+/// nullopt when it is not defined with data there. Relocated fields (pointers) read as stored in the
+/// file; plain data (an OpEntry's arg_bytes) is exact. Needs no GPU.
+std::optional<std::vector<char>> elf_symbol_data(std::span<const char> elf, std::string_view symbol);
 
 }  // namespace gpuos::jit

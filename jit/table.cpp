@@ -38,11 +38,14 @@ std::string table_source(std::span<const TableEntry> entries) {
     used = std::max(used, e.slot + 1);
   }
 
+  // No #include: the table only takes addresses, so OpEntry may stay incomplete, and a translation unit
+  // without headers compiles in milliseconds (it is rebuilt whenever the set of operators changes).
   std::string s =
       "// Jump table of one gpuos image: slot -> operator entry. Generated; do not edit.\n"
-      "#include \"gpuos/op.cuh\"\n\n";
+      "namespace gpuos { struct OpEntry; }\n\n";
   for (const std::string& n : names) s += "extern \"C\" __device__ const ::gpuos::OpEntry gpuos_op_" + n + "_entry;\n";
-  s += "\nextern \"C\" __device__ const ::gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS] = {\n";
+  s += "\nextern \"C\" __device__ const ::gpuos::OpEntry* const gpuos_op_table[" + std::to_string(GPUOS_MAX_OPS) +
+       "] = {\n";
   for (unsigned i = 0; i < used; ++i) {
     s += "    /* " + std::to_string(i) + " */ ";
     s += by_slot[i] ? "&gpuos_op_" + by_slot[i]->op + "_entry" : std::string("nullptr");

@@ -207,14 +207,45 @@ inline constexpr uint32_t kMaxWindow = 128;  // slots per poll: 1024 chunks, 4 p
 inline constexpr uint32_t kLoadsPerThread = kMaxWindow * kSlotChunks / GPUOS_BLOCK_THREADS;
 static_assert(kLoadsPerThread * GPUOS_BLOCK_THREADS == kMaxWindow * kSlotChunks);
 
+/// Chunk 0 word 0 of a slot (op | arg_bytes << 16) with the logical op replaced by its alias slot.
+__device__ __forceinline__ uint32_t resolve_op(uint32_t w0, const uint16_t* alias) {
+  const uint32_t op = w0 & 0xffffu;
+  return op < GPUOS_MAX_OPS ? (w0 & 0xffff0000u) | alias[op] : w0;
+}
+
+/// Applies the control task whose chunk 0 is `c0` and chunk 1's first word `kind` (ControlArgs::kind;
+/// chunk words are op|arg_bytes, tiles, args[0..3], stamp) and completes its ticket. Thread 0.
+__device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* alias, uint4 c0, uint32_t kind,
+                                              uint64_t ticket) {
+  DeviceState& s = *p.state;
+  const uint32_t logical = c0.z & 0xffffu, slot = c0.z >> 16;
+  uint32_t st = kTaskBadArgs;
+  if ((c0.x >> 16) == sizeof(ControlArgs) && kind == kControlAlias && logical < GPUOS_MAX_OPS &&
+      slot < GPUOS_MAX_OPS) {
+    alias[logical] = static_cast<uint16_t>(slot);
+    s.alias[logical] = static_cast<uint16_t>(slot);  // read by the next launch's front end
+    st = kTaskOk;
+  }
+  store_sys_v4(&p.completions[ticket & ((1ull << p.log2_capacity) - 1)],
+               make_uint4(static_cast<uint32_t>(ticket + 1), static_cast<uint32_t>((ticket + 1) >> 32), st,
+                          st == kTaskOk ? 0u : GPUOS_OP_CONTROL));
+}
+
 __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
   DeviceState& s = *p.state;
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
   uint64_t head = load_acquire(s.head);
   uint32_t window = 1;
   const unsigned tid = threadIdx.x;
+  // The alias table, in shared memory: every copied task's op goes through it.
+  __shared__ uint16_t alias[GPUOS_MAX_OPS];
+  __shared__ uint32_t control_at;  // index in the window of the first control task
+  for (uint32_t i = tid; i < GPUOS_MAX_OPS; i += GPUOS_BLOCK_THREADS) alias[i] = s.alias[i];
   for (uint64_t iter = 0;; ++iter) {
-    if (tid == 0) sh.valid = window;  // becomes the index of the first slot that is not ready
+    if (tid == 0) {
+      sh.valid = window;  // becomes the index of the first slot that is not ready
+      control_at = window;
+    }
     __syncthreads();
     // All reads of the ring and the control word go out together: one round trip.
     unsigned long long stop_run = 0;
@@ -231,16 +262,24 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       const uint32_t ci = tid + k * GPUOS_BLOCK_THREADS;
       if (ci < nchunks && v[k].w != stamp_of(head + ci / kSlotChunks, p.log2_capacity))
         atomicMin(&sh.valid, ci / kSlotChunks);
+      else if (ci < nchunks && ci % kSlotChunks == 0 && (v[k].x & 0xffffu) == GPUOS_OP_CONTROL)
+        atomicMin(&control_at, ci / kSlotChunks);
     }
     if (tid == 0) {
       sh.stop = stop_run == p.run_id;
       sh.tiles0 = v[0].y;  // chunk 0 of slot 0: op|arg_bytes, tiles, args[0..3]
     }
     __syncthreads();
-    const uint32_t ready = sh.valid;
-    const bool stop = sh.stop, lone = ready == 1 && sh.tiles0 == 1;
+    uint32_t ready = sh.valid;
+    const uint32_t ctl = control_at, tiles0 = sh.tiles0;
+    const bool stop = sh.stop;
     __syncthreads();  // everyone has read sh before thread 0 writes it again
     if (stop) break;  // what this poll saw stays in the ring for the next launch
+    // Tasks before a control task are copied with the old alias table; the control task is applied
+    // alone, in its turn; the tasks after it wait for the next poll.
+    const bool control = ctl == 0 && ready > 0;
+    if (ctl < ready) ready = ctl == 0 ? 1 : ctl;
+    const bool lone = ready == 1 && tiles0 == 1 && !control;
 
     if (tid == 0 && (iter & 63) == 0) {
       store_sys_u64(&p.control->heartbeat, iter + 1);
@@ -258,12 +297,16 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       r[3] = s.launches;
     }
 
-    if (lone) {
+    if (control) {
+      const uint32_t kind = __shfl_sync(0xffffffffu, v[0].x, 1);  // chunk 1 of slot 0 is thread 1's
+      if (tid == 0) apply_control(p, alias, v[0], kind, head);
+      __syncthreads();
+    } else if (lone) {
       // Lone single-tile task: run it here, no hand-off. Its entry is never armed, so the worker that
       // claims this ticket finds no tile (the entry's claim word is exhausted since its last use).
       if (tid < kSlotChunks) {
         auto* w = reinterpret_cast<uint32_t*>(&sh.payload) + 3 * tid;
-        w[0] = v[0].x;
+        w[0] = tid == 0 ? resolve_op(v[0].x, alias) : v[0].x;
         w[1] = v[0].y;
         w[2] = v[0].z;
       }
@@ -287,7 +330,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
           const uint64_t t = head + ci / kSlotChunks;
           DqEntry& e = p.dq[t & mask];
           auto* w = reinterpret_cast<uint32_t*>(&e.payload) + 3 * (ci % kSlotChunks);
-          w[0] = v[k].x;
+          w[0] = ci % kSlotChunks == 0 ? resolve_op(v[k].x, alias) : v[k].x;
           w[1] = v[k].y;
           w[2] = v[k].z;
           if (ci % kSlotChunks == 0) {

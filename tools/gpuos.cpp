@@ -2,6 +2,8 @@
 //
 //   gpuos run  [--device N] [--sm-budget S] [--tasks N] [--threads T] [--json FILE] [--timeout SEC]
 //   gpuos info [--device N] [--sm-budget S]
+//   gpuos compile FILE...            (tools/ops_cmd.cpp)
+//   gpuos ops --ops-dir DIR          (tools/ops_cmd.cpp)
 //
 // The binary never links libcuda (the runtime's loader dlopens it), so it starts on any machine
 // and reports a missing driver or device with exit status 3.
@@ -32,6 +34,7 @@
 #include "error.hpp"
 #include "json_writer.hpp"
 #include "latency.hpp"
+#include "ops_cmd.hpp"
 
 namespace gpuos::tools {
 namespace {
@@ -61,6 +64,8 @@ constexpr const char* kTopHelp =
     "Commands:\n"
     "  run    boot on a device, run a checked workload through every built-in operator, report\n"
     "  info   describe the device and the grid gpuos would launch on it\n"
+    "  compile  check operator sources with NVRTC (no GPU needed), print the diagnostics\n"
+    "  ops    print the operator status of `gpuos run --ops-dir DIR`\n"
     "\n"
     "`gpuos <command> --help` describes a command.\n"
     "\n";
@@ -84,6 +89,14 @@ constexpr const char* kRunHelp =
     "  --threads T     submitting host threads, 1..256 (default 4)\n"
     "  --json FILE     also write the report as JSON to FILE\n"
     "  --timeout SEC   give up (exit 1) if the run takes longer, 1..86400 (default 300)\n"
+    "  --ops-dir DIR   load every operator source (*.cu) in DIR at boot and watch DIR: a saved file\n"
+    "                  loads as a new generation (the old code finishes the tasks it took), a removed\n"
+    "                  file retires its operators, a broken file is reported (file:line) and the\n"
+    "                  working version keeps serving. The shipped examples (examples/ops: scale, relu,\n"
+    "                  saxpby, softmax_row, rmsnorm_row) found there are run and checked against a CPU\n"
+    "                  reference after the built-in workload. Status: DIR/.gpuos-status (gpuos ops).\n"
+    "  --watch SEC     with --ops-dir: keep serving and reloading for SEC seconds after the workload\n"
+    "                  (default 0)\n"
     "  --help          this text\n"
     "\n";
 
@@ -179,6 +192,8 @@ struct RunConfig {
   unsigned threads = 4;
   std::string json;
   unsigned timeout_s = 300;
+  std::string ops_dir;
+  unsigned watch_s = 0;
 };
 
 struct InfoConfig {
@@ -220,6 +235,11 @@ std::optional<RunConfig> parse_run(ArgReader& r) {
     }
     else if (flag == "--timeout")
       c.timeout_s = static_cast<unsigned>(ArgReader::integer(flag, r.value(flag, v), 1, 86400));
+    else if (flag == "--ops-dir") {
+      c.ops_dir = std::string(r.value(flag, v));
+      if (c.ops_dir.empty()) throw UsageError("--ops-dir: empty directory name");
+    } else if (flag == "--watch")
+      c.watch_s = static_cast<unsigned>(ArgReader::integer(flag, r.value(flag, v), 0, 86400));
     else
       throw UsageError("run: unknown option '" + std::string(flag) + "'");
   }
@@ -703,7 +723,7 @@ void write_json(const RunConfig& c, const RunReport& r) {
 }
 
 int cmd_run(const RunConfig& c) {
-  Watchdog watchdog(c.timeout_s);
+  Watchdog watchdog(c.timeout_s + c.watch_s);
   Options o;
   o.with_device(c.device).with_sm_budget(c.sm_budget);
   watchdog.phase("querying the device");
@@ -719,14 +739,22 @@ int cmd_run(const RunConfig& c) {
 
   RunReport r;
   r.tasks = plan.tasks.size();
+  std::vector<std::string> ops_problems;
   std::vector<float> tiny_out(c.tasks * kTinyElems), tiny_sum(c.tasks), large_sum(1);
   std::array<std::vector<float>, 5> large_out;
   // An error while the runtime lives ends the process here, before the buffers would be freed: after
   // a device fault the context may be gone, and a failing free must not hide the real error.
   try {
     watchdog.phase("booting the runtime");
+    std::unique_ptr<OpsDir::ExampleBuffers> example_buffers;  // outlives rt: frees need an idle device
+    if (!c.ops_dir.empty()) example_buffers = std::make_unique<OpsDir::ExampleBuffers>();
     Runtime rt(o);
     r.device = rt.device_info();
+    std::unique_ptr<OpsDir> ops;
+    if (!c.ops_dir.empty()) {
+      watchdog.phase("loading the operator directory");
+      ops = std::make_unique<OpsDir>(rt, c.ops_dir);
+    }
 
     watchdog.phase("running the workload");
     std::vector<SubmitResult> results(c.threads);
@@ -759,6 +787,19 @@ int cmd_run(const RunConfig& c) {
       large_out[j].resize(kLargeElems);
       copier.download(large_out[j].data(), dev.large_out[j].ptr(), dev.large_out[j].bytes());
     }
+    if (ops) {
+      watchdog.phase("running the example operators");
+      std::printf("operators from %s:\n", c.ops_dir.c_str());
+      ops_problems = ops->run_examples(copier, *example_buffers);
+      if (c.watch_s) {
+        watchdog.phase("watching the operator directory");
+        std::printf("watching %s for %u s (gpuos ops --ops-dir %s)\n", c.ops_dir.c_str(), c.watch_s, c.ops_dir.c_str());
+        std::fflush(stdout);
+        std::this_thread::sleep_for(std::chrono::seconds(c.watch_s));
+      }
+      if (ops->failures()) ops_problems.push_back(std::to_string(ops->failures()) + " operator source load(s) failed");
+      ops.reset();
+    }
     watchdog.phase("shutting the runtime down");
   } catch (...) {  // the runtime is destroyed by now; the buffers are not
     std::fflush(stdout);
@@ -770,12 +811,14 @@ int cmd_run(const RunConfig& c) {
   check_large(r.check, host, large_out, large_sum[0]);
   print_report(c, r);
   if (!c.json.empty()) write_json(c, r);
-  return r.check.ok() && r.stats_problems.empty() ? kExitOk : kExitFailed;
+  for (const std::string& p : ops_problems) std::printf("operators: %s\n", p.c_str());
+  return r.check.ok() && r.stats_problems.empty() && ops_problems.empty() ? kExitOk : kExitFailed;
 }
 
 // ---- Entry ------------------------------------------------------------------------------------------
 
 int dispatch(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines reach a log file as they happen
   if (argc < 2) throw UsageError("no command given");
   std::string_view cmd = argv[1];
   ArgReader r(cmd, std::span<char*>(argv + 2, static_cast<std::size_t>(argc - 2)));
@@ -797,6 +840,12 @@ int dispatch(int argc, char** argv) {
   if (cmd == "info") {
     auto c = parse_info(r);
     return c ? cmd_info(*c) : kExitOk;
+  }
+  try {
+    if (cmd == "compile") return cmd_compile(std::span<char*>(argv + 2, static_cast<std::size_t>(argc - 2)));
+    if (cmd == "ops") return cmd_ops(std::span<char*>(argv + 2, static_cast<std::size_t>(argc - 2)));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
   }
   throw UsageError("unknown command '" + std::string(cmd) + "'");
 }

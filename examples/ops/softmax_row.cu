@@ -1,9 +1,10 @@
 // softmax_row: for each row r of a row-major matrix, y[r][j] = exp(x[r][j] - max_r) / sum_j exp(...).
 // One tile per row: tiles = rows. `ld` is the distance between rows in elements (>= cols); y may be x.
 // The max is subtracted first, so large inputs do not overflow; a row of -inf gives NaN, as in PyTorch.
-#include <cuda/std/limits>
-
+// gpuos/op.cuh first: sources that begin with the same include share NVRTC's precompiled header.
 #include "gpuos/op.cuh"
+
+#include <cuda/std/limits>
 
 struct SoftmaxRowArgs {
   float* y;

@@ -39,7 +39,7 @@ using std::uint64_t;
 #endif
 
 /// Bumped on any change to a layout in this file; the image and the host must agree.
-#define GPUOS_ABI_VERSION 1u
+#define GPUOS_ABI_VERSION 2u
 
 /// Threads per block of the resident kernel; every operator tile runs on exactly this many threads.
 #define GPUOS_BLOCK_THREADS 256u
@@ -51,6 +51,9 @@ using std::uint64_t;
 #define GPUOS_MAX_OPS 256u
 /// Largest tile count of one task; bigger problems loop inside the tile function.
 #define GPUOS_MAX_TILES (1u << 30)
+/// Operator id of a control task: not an operator, an instruction to the front end, applied in ticket
+/// order (ControlArgs). Never a valid jump-table index.
+#define GPUOS_OP_CONTROL 0xFFFFu
 
 namespace gpuos::abi {
 using namespace gpuos::abi_std;
@@ -88,6 +91,16 @@ struct alignas(16) Completion {
   uint32_t status;  ///< TaskStatus
   uint32_t detail;  ///< status-specific (e.g. the op id that was rejected)
 };
+
+/// Arguments of a control task (Payload.op == GPUOS_OP_CONTROL, arg_bytes == sizeof(ControlArgs)).
+/// kControlAlias: from this ticket on, tasks naming operator id `logical` run the operator in jump-table
+/// slot `slot`. The front end applies it when the ticket's turn comes, before it copies any later task.
+struct ControlArgs {
+  uint16_t logical;
+  uint16_t slot;
+  uint32_t kind;  ///< ControlKind
+};
+enum ControlKind : uint32_t { kControlAlias = 1 };
 
 /// What the device says about a task.
 enum TaskStatus : uint32_t {
@@ -162,6 +175,10 @@ struct alignas(128) DeviceState {
   uint64_t trace_pos;   ///< records written so far
   uint64_t pad3[9];
   uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty
+  /// Alias table: a task's op id is a logical id; the front end replaces it with alias[op] (the jump-table
+  /// slot) when it copies the task into the device queue. Identity unless a control task changed it.
+  /// Written only by the front end (control tasks) and by the host before the first launch.
+  uint16_t alias[GPUOS_MAX_OPS];
 };
 
 /// The one kernel parameter.
@@ -189,6 +206,8 @@ static_assert(sizeof(DqEntry) == 128);
 static_assert(offsetof(DqEntry, payload) == 32);
 static_assert(offsetof(DeviceState, claim) == 128 && offsetof(DeviceState, closed) == 256);
 static_assert(offsetof(DeviceState, board) == 384);
+static_assert(offsetof(DeviceState, alias) == 896 && sizeof(DeviceState) == 1408);
+static_assert(sizeof(ControlArgs) == 8);
 #endif
 static_assert(sizeof(LaunchParams) == 56);
 

@@ -141,6 +141,87 @@ GPUOS_API gpuos_status gpuos_query_device(const gpuos_options* opts, gpuos_devic
 /* Device info of a running runtime. */
 GPUOS_API gpuos_status gpuos_get_device_info(gpuos_runtime* rt, gpuos_device_info* out);
 
+/* ---- Operators loaded at run time (hot-patching) -----------------------------------------------------
+ *
+ * An operator source (a .cu file using gpuos/op.cuh's GPUOS_OPERATOR) is compiled with NVRTC, linked with
+ * the resident kernel, the built-ins and every other live operator into a new image (a "generation"),
+ * and switched to: the kernel stops after the tasks it has taken from the queue (they finish on the old
+ * code), the new image is loaded, and the kernel is relaunched on the same queue (later tasks run the new
+ * code). No task is lost or run twice. The running generation keeps serving while the next one compiles;
+ * the previous one stays loaded for gpuos_generation_rollback. A source that does not compile or link
+ * never replaces a working version: the call fails with the diagnostics (file:line) in
+ * gpuos_last_error(), and gpuos_list_ops reports them until a fixed version loads.
+ *
+ * Operator ids are stable per name: a new name gets the next free id >= GPUOS_BUILTIN_OP_COUNT; loading
+ * a changed source keeps its operators' ids. Thread-safe; loads are serialized. Environment: the CUDA
+ * toolkit's CCCL headers (GPUOS_CCCL_DIR overrides where), GPUOS_CACHE_DIR (compile cache). */
+
+typedef struct gpuos_generation {
+  uint64_t number;       /* 0 = the built-in image the runtime booted with */
+  uint64_t first_ticket; /* the first ticket that ran on this generation (earlier ones ran on older code) */
+  uint64_t pause_ns;     /* time the kernel dispatched nothing during the switch (stop .. relaunched) */
+  uint64_t build_ns;     /* compile + link of this generation (0 for a rollback) */
+  uint32_t compiled;     /* sources NVRTC compiled for it (cache hits do not count) */
+  uint32_t linked;       /* 1 if nvJitLink ran, 0 if the image came from the cache */
+  uint32_t changed;      /* 0: the call changed nothing (same content as the serving version): no switch */
+  uint32_t reserved;
+} gpuos_generation;
+
+/* Compiles the operator source file `path` and switches to a generation that serves it (replacing the
+ * version loaded from the same path). `out` may be NULL. */
+GPUOS_API gpuos_status gpuos_load_operator_file(gpuos_runtime* rt, const char* path, gpuos_generation* out);
+
+/* As gpuos_load_operator_file, from a string; `source_name` identifies it (for replacing it later and in
+ * diagnostics). Quoted includes are searched in the working directory. */
+GPUOS_API gpuos_status gpuos_load_operator_source(gpuos_runtime* rt, const char* source_name, const char* source,
+                                                  size_t size, gpuos_generation* out);
+
+/* Retires the operators of a loaded source: new submits of them fail at once, the tasks already
+ * submitted finish, then a generation without them is switched to. An operator an alias points to
+ * cannot be removed (GPUOS_ERR_INVALID_ARG). */
+GPUOS_API gpuos_status gpuos_remove_operator_source(gpuos_runtime* rt, const char* source_name,
+                                                    gpuos_generation* out);
+
+/* Operator id of a built-in, loaded operator or alias, by name. GPUOS_ERR_INVALID_ARG if none is live. */
+GPUOS_API gpuos_status gpuos_op_id(gpuos_runtime* rt, const char* name, uint32_t* id);
+
+/* Points the logical operator `alias` at the operator `target` (creating the alias, with a new id, on
+ * first use). Ordered with the tasks, no pause: tasks submitted before it run the old target, tasks
+ * submitted after it the new one. All targets of an alias take the same argument struct size.
+ * *ticket (may be NULL) is the switch's own place in the queue. */
+GPUOS_API gpuos_status gpuos_alias_set(gpuos_runtime* rt, const char* alias, const char* target, uint64_t* ticket);
+
+/* Points `alias` back at its previous target (ordered like gpuos_alias_set). */
+GPUOS_API gpuos_status gpuos_alias_rollback(gpuos_runtime* rt, const char* alias, uint64_t* ticket);
+
+/* Switches back to the previous generation (kept loaded: no compile, no load). Once per switch. */
+GPUOS_API gpuos_status gpuos_generation_rollback(gpuos_runtime* rt, gpuos_generation* out);
+
+/* The generation running now. */
+GPUOS_API gpuos_status gpuos_get_generation(gpuos_runtime* rt, gpuos_generation* out);
+
+typedef enum gpuos_op_kind {
+  GPUOS_OP_KIND_BUILTIN = 0,
+  GPUOS_OP_KIND_LOADED = 1, /* from an operator source */
+  GPUOS_OP_KIND_ALIAS = 2,  /* a logical operator: runs `target` */
+  GPUOS_OP_KIND_FAILED = 3  /* a source none of whose versions compiled: no operator (id is UINT32_MAX) */
+} gpuos_op_kind;
+
+typedef struct gpuos_op_info {
+  char name[64];
+  uint32_t id;         /* operator id for gpuos_task.op */
+  uint32_t kind;       /* gpuos_op_kind */
+  uint32_t arg_bytes;  /* size of its argument struct */
+  uint32_t target;     /* alias: the operator id it runs now; else == id */
+  uint64_t generation; /* generation its serving version came with (0: built in) */
+  char source[256];    /* source name (path) of a loaded operator, "" otherwise */
+  char error[1024];    /* "" when the latest version of its source serves; else why it did not (file:line) */
+} gpuos_op_info;
+
+/* Writes up to `capacity` rows (built-ins, loaded operators, aliases, failed sources) to `out` and the
+ * number of rows there are to *count (call with capacity 0 to size). */
+GPUOS_API gpuos_status gpuos_list_ops(gpuos_runtime* rt, gpuos_op_info* out, size_t capacity, size_t* count);
+
 /* Library version string, the CUDA toolkit it was built with and the device arch of its image. */
 GPUOS_API const char* gpuos_build_info(void);
 

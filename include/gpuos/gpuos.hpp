@@ -8,6 +8,7 @@
 #ifndef GPUOS_GPUOS_HPP
 #define GPUOS_GPUOS_HPP
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -177,6 +178,60 @@ class Runtime {
     detail::check(gpuos_diagnose(rt_, s.data(), s.size(), &needed));
     s.resize(std::strlen(s.c_str()));
     return s;
+  }
+
+  // ---- operators loaded at run time (gpuos/gpuos.h: "Operators loaded at run time") ----------------
+  using Generation = gpuos_generation;
+  using OpInfo = gpuos_op_info;
+  /// Compiles and switches to a generation serving the file; throws Error with the diagnostics.
+  Generation load_operator_file(const std::string& path) {
+    Generation g{};
+    detail::check(gpuos_load_operator_file(rt_, path.c_str(), &g));
+    return g;
+  }
+  Generation load_operator_source(const std::string& name, const std::string& source) {
+    Generation g{};
+    detail::check(gpuos_load_operator_source(rt_, name.c_str(), source.data(), source.size(), &g));
+    return g;
+  }
+  Generation remove_operator_source(const std::string& name) {
+    Generation g{};
+    detail::check(gpuos_remove_operator_source(rt_, name.c_str(), &g));
+    return g;
+  }
+  std::uint32_t op_id(const std::string& name) const {
+    std::uint32_t id = 0;
+    detail::check(gpuos_op_id(rt_, name.c_str(), &id));
+    return id;
+  }
+  /// Returns the switch's ticket: earlier tickets run the old target, later ones the new.
+  Ticket alias_set(const std::string& alias, const std::string& target) {
+    Ticket t = 0;
+    detail::check(gpuos_alias_set(rt_, alias.c_str(), target.c_str(), &t));
+    return t;
+  }
+  Ticket alias_rollback(const std::string& alias) {
+    Ticket t = 0;
+    detail::check(gpuos_alias_rollback(rt_, alias.c_str(), &t));
+    return t;
+  }
+  Generation rollback_generation() {
+    Generation g{};
+    detail::check(gpuos_generation_rollback(rt_, &g));
+    return g;
+  }
+  Generation generation() const {
+    Generation g{};
+    detail::check(gpuos_get_generation(rt_, &g));
+    return g;
+  }
+  std::vector<OpInfo> list_ops() const {
+    std::size_t n = 0;
+    detail::check(gpuos_list_ops(rt_, nullptr, 0, &n));
+    std::vector<OpInfo> v(n + 8);
+    detail::check(gpuos_list_ops(rt_, v.data(), v.size(), &n));
+    v.resize(std::min(n, v.size()));
+    return v;
   }
 
   gpuos_runtime* handle() const noexcept { return rt_; }
