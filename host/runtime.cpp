@@ -623,27 +623,30 @@ std::string Runtime::diagnose() {
     }
     if (t < issued) line("pending tickets without a completion: " + u(missing) + " of " + u(issued - t));
     if (trace_) {
-      const uint64_t n = std::min<uint64_t>(ds.trace_pos, abi::kTraceRecords);
       std::vector<uint64_t> tr(abi::kTraceRecords * 4);
       GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(tr.data(), trace_, tr.size() * sizeof(uint64_t), diag_stream_));
       GPUOS_CU_TRY(drv().cuStreamSynchronize(diag_stream_));
-      line("front-end trace: " + u(ds.trace_pos) + " records");
-      // Discontinuities (a poll that did not start where the previous one ended) and the polls around
-      // the oldest pending ticket.
-      const uint64_t first = ds.trace_pos - n;
+      // The recorder's position is kept in a register while the kernel runs: order the records by
+      // (launch, head) instead, then show discontinuities (a poll that did not start where the
+      // previous one ended) and the polls around the oldest pending ticket.
+      struct Rec { uint64_t head, ready, window, launch; };
+      std::vector<Rec> recs;
+      for (uint32_t i = 0; i < abi::kTraceRecords; ++i)
+        if (tr[4 * i + 1] != 0) recs.push_back({tr[4 * i], tr[4 * i + 1], tr[4 * i + 2], tr[4 * i + 3]});
+      std::sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) {
+        return a.launch != b.launch ? a.launch < b.launch : a.head < b.head;
+      });
+      line("front-end trace: " + u(recs.size()) + " records");
       uint64_t shown = 0;
-      for (uint64_t i = first; i < ds.trace_pos; ++i) {
-        const uint64_t* r = &tr[4 * (i % abi::kTraceRecords)];
-        const bool covers = t >= r[0] && t < r[0] + r[1];
-        bool jump = false;
-        if (i > first) {
-          const uint64_t* q = &tr[4 * ((i - 1) % abi::kTraceRecords)];
-          jump = r[0] != q[0] + q[1];
-        }
-        const bool near = r[0] + r[1] + 512 > t && r[0] < t + 512;
-        if ((jump || covers || near) && shown++ < 40)
-          line("  #" + u(i) + " head=" + u(r[0]) + " ready=" + u(r[1]) + " window=" + u(r[2] & 0xffffffffu) +
-               " lone=" + u(r[2] >> 32) + " launch=" + u(r[3]) + (jump ? " JUMP" : "") + (covers ? " COVERS" : ""));
+      for (size_t i = 0; i < recs.size(); ++i) {
+        const Rec& r = recs[i];
+        const bool covers = t >= r.head && t < r.head + r.ready;
+        const bool jump = i > 0 && r.head != recs[i - 1].head + recs[i - 1].ready;
+        const bool near = r.head + r.ready + 300 > t && r.head < t + 300;
+        if ((jump || covers || near) && shown++ < 50)
+          line("  head=" + u(r.head) + " ready=" + u(r.ready) + " window=" + u(r.window & 0xffffffffu) +
+               " lone=" + u(r.window >> 32) + " launch=" + u(r.launch) + (jump ? " JUMP" : "") +
+               (covers ? " COVERS" : ""));
       }
     }
   } catch (const Failure& f) {

@@ -16,6 +16,7 @@
 
 #include "gpuos/abi.h"
 #include "gpuos/op.cuh"
+#include "window.hpp"
 
 extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS];
 extern "C" __device__ const unsigned int gpuos_image_abi_version = GPUOS_ABI_VERSION;
@@ -203,7 +204,6 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
 }
 
 // ---- front end ---------------------------------------------------------------------------------------
-inline constexpr uint32_t kMaxWindow = 128;  // slots per poll: 1024 chunks, 4 per thread
 inline constexpr uint32_t kLoadsPerThread = kMaxWindow * kSlotChunks / GPUOS_BLOCK_THREADS;
 static_assert(kLoadsPerThread * GPUOS_BLOCK_THREADS == kMaxWindow * kSlotChunks);
 
@@ -237,6 +237,9 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
   uint64_t head = load_acquire(s.head);
   uint32_t window = 1;
   const unsigned tid = threadIdx.x;
+  uint64_t* const trace = s.trace;
+  uint64_t trace_pos = s.trace_pos;
+  const uint64_t launch = s.launches;
   // The alias table, in shared memory: every copied task's op goes through it.
   __shared__ uint16_t alias[GPUOS_MAX_OPS];
   __shared__ uint32_t control_at;  // index in the window of the first control task
@@ -289,12 +292,13 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       window = 1;
       continue;
     }
-    if (tid == 0 && s.trace) {
-      uint64_t* r = s.trace + 4 * (s.trace_pos++ % kTraceRecords);
+    if (tid == 0 && trace) {
+      // Stores only (the position lives in a register): the recorder barely perturbs the timing.
+      uint64_t* r = trace + 4 * (trace_pos++ % kTraceRecords);
       r[0] = head;
       r[1] = ready;
       r[2] = window | (static_cast<uint64_t>(lone) << 32);
-      r[3] = s.launches;
+      r[3] = launch;
     }
 
     if (control) {
@@ -357,12 +361,12 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     }
     head += ready;
     if (tid == 0) store_release(s.head, head);
-    window = ready == window ? (window < kMaxWindow ? window * 2 : window) : (window > 1 ? window / 2 : 1);
-    if (window < ready) window = ready;
+    window = next_window(window, ready);
   }
   if (tid == 0) {
     store_sys_u64(&p.control->fetched, head);
     s.exit_head = head;
+    s.trace_pos = trace_pos;
     store_release(s.closed, 1u);
   }
 }
