@@ -477,18 +477,17 @@ GPUOS_HD inline uint64_t alloc_locked(char* base, Arena& a, uint64_t need, uint6
   return off;
 }
 
-/// Carves `k` adjacent blocks of `need` bytes each out of ONE free block of arena `a` (lock held;
-/// 16-byte alignment). This is the warp-aggregated allocation: one search, one list removal and one
-/// tail split serve k requests, instead of k of each. The result is exactly what k consecutive
-/// allocations from that block would leave: k used blocks with ordinary boundary tags (each freed on its
-/// own later), then the free tail if it is at least kMinBlock (else the last piece takes it). Returns the
-/// offset of the first piece or kNil. Writes the headers of everything but the pieces: the caller writes
-/// piece j with write_piece(off, j, k, need, last, prev0) before it releases the lock (on the device the
-/// lanes write their own in parallel). `prev0` is piece 0's prev-physical offset; `last` the size of the
-/// last piece. need * k must not overflow (callers bound k).
-GPUOS_HD inline uint64_t carve_locked(char* base, Arena& a, uint64_t need, uint64_t k, uint64_t& prev0,
-                                      uint64_t& last) {
-  const uint64_t total = need * k;
+/// Carves a run of `k` adjacent blocks, `total` bytes in all, out of ONE free block of arena `a` (lock
+/// held; 16-byte alignment). This is the aggregated allocation: one search, one list removal and one
+/// tail split serve k requests (of any sizes), instead of k of each. The result is exactly what k
+/// consecutive allocations from that block would leave: k used blocks with ordinary boundary tags (each
+/// freed on its own later), then the free tail if it is at least kMinBlock (else the last block takes
+/// the remainder, returned in `extra`). Returns the offset of the run or kNil. Writes every header but
+/// the pieces': the caller writes each piece with write_piece() before it releases the lock (on the
+/// device the lanes write their own in parallel). `last_need` is the size of the last piece before any
+/// extra; `prev0` receives the prev-physical offset of the first piece.
+GPUOS_HD inline uint64_t carve_locked(char* base, Arena& a, uint64_t total, uint64_t k, uint64_t last_need,
+                                      uint64_t& prev0, uint64_t& extra) {
   if (total > a.end - a.begin) return kNil;
   uint64_t off = find_suitable(a, mapping_search(total));
   if (off == kNil) {
@@ -500,40 +499,38 @@ GPUOS_HD inline uint64_t carve_locked(char* base, Arena& a, uint64_t need, uint6
   list_remove(base, a, off, size);
   a.free_blocks -= 1;
   a.free_bytes -= size;
-  prev0 = h->prev;  // the block before a free block is used: piece 0's prev-free bit is clear
-  uint64_t used = total;
+  prev0 = h->prev;  // the block before a free block is used: the first piece's prev-free bit is clear
+  const uint64_t last_off = off + total - last_need;
   if (size - total >= kMinBlock) {
     const uint64_t next = off + total, tail = size - total;
     Hdr* t = hdr(base, next);
     t->w0 = make_w0(next, tail, kFreeBit);
-    t->prev = off + total - need;
+    t->prev = last_off;
     list_insert(base, a, next, tail);
     a.free_blocks += 1;
     a.free_bytes += tail;
     if (next + tail < a.end) hdr(base, next + tail)->prev = next;  // prev-free bit already set
-    last = need;
+    extra = 0;
   } else {
-    used = size;
-    last = need + (size - total);
+    extra = size - total;
     if (off + size < a.end) {
       Hdr* n = hdr(base, off + size);
-      n->prev = off + total - need;
+      n->prev = last_off;
       n->w0 &= ~kPrevFreeBit;
     }
   }
   a.used_blocks += k;
-  a.used_bytes += used;
+  a.used_bytes += total + extra;
   a.allocs += k;
   return off;
 }
 
-/// Writes the header of piece j (0 <= j < k) of a run carved by carve_locked (lock held).
-GPUOS_HD inline void write_piece(char* base, uint64_t off, uint64_t j, uint64_t k, uint64_t need, uint64_t last,
-                                 uint64_t prev0) {
-  const uint64_t po = off + j * need;
-  Hdr* h = hdr(base, po);
-  h->w0 = make_w0(po, j + 1 == k ? last : need, 0);
-  h->prev = j == 0 ? prev0 : po - need;
+/// Writes the header of one piece of a carved run (lock held): a used block at `off` of `size` bytes
+/// whose physical predecessor is at `prev` (kNil at the start of an arena).
+GPUOS_HD inline void write_piece(char* base, uint64_t off, uint64_t size, uint64_t prev) {
+  Hdr* h = hdr(base, off);
+  h->w0 = make_w0(off, size, 0);
+  h->prev = prev;
 }
 
 /// Validates that `off` is the header of a live block of arena `a` (lock held). Boundary tags of the
@@ -985,12 +982,12 @@ GPUOS_HD inline uint32_t alloc_n(Control* c, uint64_t bytes, uint64_t align, uin
       // Several blocks left: carve them all out of one free block (one search, one split).
       const uint64_t k = n - got;
       if (k > 1 && align <= kAlign && need <= kMaxPool / k) {
-        uint64_t prev0 = 0, last = 0;
-        const uint64_t off = carve_locked(base, a, need, k, prev0, last);
+        uint64_t prev0 = 0, extra = 0;
+        const uint64_t off = carve_locked(base, a, need * k, k, need, prev0, extra);
         if (off != kNil) {
           GPUOS_TLSF_NO_UNROLL
           for (uint64_t j = 0; j < k; ++j) {
-            write_piece(base, off, j, k, need, last, prev0);
+            write_piece(base, off + j * need, need + (j + 1 == k ? extra : 0), j == 0 ? prev0 : off + (j - 1) * need);
             out[got++] = base + off + j * need + kHeader;
           }
           continue;
@@ -1217,21 +1214,22 @@ GPUOS_HD inline uint32_t visit(uint32_t k, uint32_t home, uint32_t small, bool l
   return k < small ? (home + k) % small : small;
 }
 
-/// Leader side of the warp fast path: finds an arena that can carve all k blocks from one free block,
-/// returns with its lock HELD and the run carved (headers of the pieces not yet written), or nullptr.
-__device__ inline Arena* carve_any(Control* c, uint64_t need, uint32_t k, uint32_t hint, uint64_t& off,
-                                   uint64_t& prev0, uint64_t& last) {
+/// Leader side of the warp fast path: finds an arena that can carve the whole run (`total` bytes, k
+/// pieces) from one free block and returns with its lock HELD and the run carved (the pieces' headers
+/// not yet written), or nullptr. Arena order as alloc_n's for a block of `max_need` bytes.
+__device__ inline Arena* carve_any(Control* c, uint64_t total, uint32_t k, uint64_t last_need, uint64_t max_need,
+                                   uint32_t hint, uint64_t& off, uint64_t& prev0, uint64_t& extra) {
   char* base = base_of(c);
-  const uint32_t small = c->small_arenas, total = small + c->has_large;
-  const bool large_first = c->has_large && need >= c->large_threshold;
+  const uint32_t small = c->small_arenas, narenas = small + c->has_large;
+  const bool large_first = c->has_large && max_need >= c->large_threshold;
   const uint32_t home = hint % small;
   GPUOS_TLSF_NO_UNROLL
-  for (uint32_t v = 0; v < total; ++v) {
+  for (uint32_t v = 0; v < narenas; ++v) {
     Arena& a = arenas(c)[visit(v, home, small, large_first)];
-    if (v != 0 && !may_serve(a, need * k)) continue;
-    if (need * k > a.end - a.begin) continue;
+    if (v != 0 && !may_serve(a, total)) continue;
+    if (total > a.end - a.begin) continue;
     lock(a);
-    off = carve_locked(base, a, need, k, prev0, last);
+    off = carve_locked(base, a, total, k, last_need, prev0, extra);
     if (off != kNil) return &a;
     unlock(a);
   }
@@ -1239,45 +1237,91 @@ __device__ inline Arena* carve_any(Control* c, uint64_t need, uint32_t k, uint32
 }
 }  // namespace detail
 
-/// Warp-aggregated allocation: every active lane calls it with its own request. Lanes asking for the
-/// same (bytes, align) form a group; its leader carves all of the group's blocks out of one free block
-/// (carve_locked: one search and one split under one lock acquisition) and every lane writes its own
-/// piece's header while the leader still holds the lock. If no arena can serve the whole group from one
-/// block (a nearly full heap) or the alignment is above 16, the leader serves the group block by block
-/// with alloc_n. Each lane gets its own ordinary block, which it may free on its own, from any thread.
+/// Warp-aggregated allocation: every active lane calls it with its own request. All lanes asking for
+/// 16-byte alignment (any sizes) form one group: a warp scan gives each lane its place, and one leader
+/// carves the whole run out of one free block (carve_locked: one search and one split under one lock
+/// acquisition); every lane then writes its own block's header while the leader still holds the lock.
+/// If no arena can hold the run in one block (a nearly full heap), or for larger alignments, lanes
+/// asking for the same (bytes, align) are served block by block by one leader (alloc_n). Either way
+/// each lane gets its own ordinary block, which it may free on its own, from any thread.
 __device__ inline void* warp_alloc(Control* c, uint64_t bytes, uint64_t align, uint32_t hint) {
   using namespace detail;
   const unsigned active = __activemask();
-  const unsigned peers = __match_any_sync(active, bytes) & __match_any_sync(active, align);
-  const int leader = __ffs(peers) - 1;
   const unsigned lane = threadIdx.x & 31u;
-  const bool is_leader = static_cast<int>(lane) == leader;
-  const unsigned rank = __popc(peers & ((1u << lane) - 1u));
-  const unsigned n = __popc(peers);
-  const bool fast = initialised(c) && is_pow2(align) && align <= kAlign && bytes <= kMaxRequest &&
+  const unsigned below_me = (1u << lane) - 1u;
+  const bool ok_heap = initialised(c);
+  const bool fast = ok_heap && is_pow2(align) && align <= kAlign && bytes <= kMaxRequest &&
                     block_size_for(bytes) <= c->max_arena;
-  if (fast) {
-    const uint64_t need = block_size_for(bytes);
-    uint64_t off = kNil, prev0 = 0, last = 0;
+  const unsigned group = __ballot_sync(active, fast);
+  void* mine = nullptr;
+  bool served = false;
+  if (group != 0) {
+    // Every active lane takes part in the shuffles; lanes outside the group contribute nothing.
+    const uint64_t need = fast ? block_size_for(bytes) : 0;
+    uint64_t prefix = 0, total = 0, max_need = 0;
+    if (active == 0xffffffffu) {
+      uint64_t incl = need;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const uint64_t v = __shfl_up_sync(active, incl, d);
+        if (static_cast<int>(lane) >= d) incl += v;
+      }
+      prefix = incl - need;
+      total = __shfl_sync(active, incl, 31);
+      max_need = need;
+#pragma unroll
+      for (int d = 16; d > 0; d >>= 1) {
+        const uint64_t v = __shfl_xor_sync(active, max_need, d);
+        max_need = v > max_need ? v : max_need;
+      }
+    } else {
+      for (unsigned m = group; m != 0; m &= m - 1) {
+        const int src = __ffs(m) - 1;
+        const uint64_t v = __shfl_sync(active, need, src);
+        if (static_cast<unsigned>(src) < lane) prefix += v;
+        total += v;
+        max_need = v > max_need ? v : max_need;
+      }
+    }
+    const int leader = __ffs(group) - 1, last_lane = 31 - __clz(group);
+    const uint64_t last_need = __shfl_sync(active, need, last_lane);
+    // Predecessor of my block inside the run: the previous group lane's.
+    const unsigned before = group & below_me;
+    const int pred = before ? 31 - __clz(before) : static_cast<int>(lane);
+    const uint64_t pred_need = __shfl_sync(active, need, pred);
+    uint64_t off = kNil, prev0 = 0, extra = 0;
     Arena* a = nullptr;
-    if (is_leader) a = carve_any(c, need, n, hint, off, prev0, last);
-    off = __shfl_sync(peers, off, leader);
+    if (static_cast<int>(lane) == leader) {
+      a = carve_any(c, total, __popc(group), last_need, max_need, hint, off, prev0, extra);
+    }
+    off = __shfl_sync(active, off, leader);
     if (off != kNil) {
-      prev0 = __shfl_sync(peers, prev0, leader);
-      last = __shfl_sync(peers, last, leader);
-      write_piece(base_of(c), off, rank, n, need, last, prev0);
-      __syncwarp(peers);
-      if (is_leader) {
+      prev0 = __shfl_sync(active, prev0, leader);
+      extra = __shfl_sync(active, extra, leader);
+      if (fast) {
+        const uint64_t mo = off + prefix;
+        write_piece(base_of(c), mo, need + (static_cast<int>(lane) == last_lane ? extra : 0),
+                    before ? mo - pred_need : prev0);
+        mine = base_of(c) + mo + kHeader;
+        served = true;
+      }
+      __syncwarp(active);
+      if (static_cast<int>(lane) == leader) {
         __threadfence();  // the lanes' header writes (ordered before by the barrier) before the unlock
         unlock(*a);
       }
-      return base_of(c) + off + rank * need + kHeader;
     }
   }
   // Slow path: block by block (alignment above 16, a nearly full heap, or a request that fails anyway).
+  const unsigned slow = __ballot_sync(active, !served);
+  if (served) return mine;
+  const unsigned peers = __match_any_sync(slow, bytes) & __match_any_sync(slow, align);
+  const int leader = __ffs(peers) - 1;
+  const bool is_leader = static_cast<int>(lane) == leader;
+  const unsigned rank = __popc(peers & below_me);
+  const unsigned n = __popc(peers);
   void* got[32];
   if (is_leader) alloc_n(c, bytes, align, hint, n, got);
-  void* mine = nullptr;
   for (unsigned i = 0; i < n; ++i) {
     const unsigned long long v =
         __shfl_sync(peers, is_leader ? reinterpret_cast<unsigned long long>(got[i]) : 0ull, leader);
