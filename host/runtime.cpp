@@ -83,7 +83,8 @@ void validate_options(const gpuos_options& o) {
 
 /// Name of an operator id for messages.
 std::string op_label(uint32_t id) {
-  return id < GPUOS_BUILTIN_OP_COUNT ? std::string("'") + kBuiltins[id].name + "'" : "#" + std::to_string(id);
+  std::string s = id < GPUOS_BUILTIN_OP_COUNT ? kBuiltins[id].name : std::to_string(id);
+  return id < GPUOS_BUILTIN_OP_COUNT ? "'" + s + "'" : s.insert(0, 1, '#');
 }
 
 /// Checks the device can run the image and fills everything but the grid.

@@ -477,60 +477,87 @@ GPUOS_HD inline uint64_t alloc_locked(char* base, Arena& a, uint64_t need, uint6
   return off;
 }
 
-/// Carves a run of `k` adjacent blocks, `total` bytes in all, out of ONE free block of arena `a` (lock
-/// held; 16-byte alignment). This is the aggregated allocation: one search, one list removal and one
-/// tail split serve k requests (of any sizes), instead of k of each. The result is exactly what k
-/// consecutive allocations from that block would leave: k used blocks with ordinary boundary tags (each
-/// freed on its own later), then the free tail if it is at least kMinBlock (else the last block takes
-/// the remainder, returned in `extra`). Returns the offset of the run or kNil. Writes every header but
-/// the pieces': the caller writes each piece with write_piece() before it releases the lock (on the
-/// device the lanes write their own in parallel). `last_need` is the size of the last piece before any
-/// extra; `prev0` receives the prev-physical offset of the first piece.
-GPUOS_HD inline uint64_t carve_locked(char* base, Arena& a, uint64_t total, uint64_t k, uint64_t last_need,
-                                      uint64_t& prev0, uint64_t& extra) {
-  if (total > a.end - a.begin) return kNil;
-  uint64_t off = find_suitable(a, mapping_search(total));
-  if (off == kNil) {
-    off = scan_fit(base, a, total, kAlign);
-    if (off == kNil) return kNil;
-  }
-  Hdr* h = hdr(base, off);
-  const uint64_t size = size_of(h->w0);
-  list_remove(base, a, off, size);
-  a.free_blocks -= 1;
-  a.free_bytes -= size;
-  prev0 = h->prev;  // the block before a free block is used: the first piece's prev-free bit is clear
-  const uint64_t last_off = off + total - last_need;
-  if (size - total >= kMinBlock) {
-    const uint64_t next = off + total, tail = size - total;
-    Hdr* t = hdr(base, next);
-    t->w0 = make_w0(next, tail, kFreeBit);
-    t->prev = last_off;
-    list_insert(base, a, next, tail);
-    a.free_blocks += 1;
-    a.free_bytes += tail;
-    if (next + tail < a.end) hdr(base, next + tail)->prev = next;  // prev-free bit already set
-    extra = 0;
-  } else {
-    extra = size - total;
-    if (off + size < a.end) {
-      Hdr* n = hdr(base, off + size);
-      n->prev = last_off;
-      n->w0 &= ~kPrevFreeBit;
-    }
-  }
-  a.used_blocks += k;
-  a.used_bytes += total + extra;
-  a.allocs += k;
-  return off;
-}
-
-/// Writes the header of one piece of a carved run (lock held): a used block at `off` of `size` bytes
-/// whose physical predecessor is at `prev` (kNil at the start of an arena).
+/// Writes the header of a used block at `off` of `size` bytes whose physical predecessor is at `prev`
+/// (kNil at the start of an arena) (lock held).
 GPUOS_HD inline void write_piece(char* base, uint64_t off, uint64_t size, uint64_t prev) {
   Hdr* h = hdr(base, off);
   h->w0 = make_w0(off, size, 0);
   h->prev = prev;
+}
+
+/// Serves requests first, first + 1, ... of a batch from arena `a` (lock held; 16-byte alignment; block
+/// sizes need(j), each a multiple of 16 and >= kMinBlock), in order, and returns the index of the first
+/// request it could not serve (n when all were). This is the aggregated allocation behind alloc_n and
+/// warp_alloc: request j gets a block by the ordinary TLSF search (its size rounded up to a class
+/// boundary, one find-first-set per level), and the requests after it are carved out of the rest of the
+/// same block for as long as they fit. The remainder becomes the free tail (or, if below kMinBlock, goes
+/// to the last piece). Each piece is an ordinary used block with its own boundary tag, freed on its own.
+/// So one search, one list removal and one split serve every request that fits the block: on a fresh
+/// or lightly used arena a warp's 32 requests cost one of each; in a fragmented arena request j goes to
+/// the best-fitting hole and only the requests that fit behind it share it, which keeps the good-fit
+/// placement (and the fragmentation) of one-by-one allocation. out(j, off) receives each block's header
+/// offset.
+template <class Need, class Out>
+GPUOS_HD inline uint32_t carve_locked(char* base, Arena& a, uint32_t first, uint32_t n, Need need, Out out) {
+  uint32_t j = first;
+  GPUOS_TLSF_NO_UNROLL
+  while (j < n) {
+    const uint64_t nj = need(j);
+    if (nj > a.end - a.begin) break;
+    uint64_t off = find_suitable(a, mapping_search(nj));
+    if (off == kNil) {
+      off = scan_fit(base, a, nj, kAlign);
+      if (off == kNil) break;
+    }
+    Hdr* h = hdr(base, off);
+    const uint64_t size = size_of(h->w0);
+    const uint64_t prev0 = h->prev;  // the block before a free block is used: prev-free bit stays clear
+    list_remove(base, a, off, size);
+    a.free_blocks -= 1;
+    a.free_bytes -= size;
+    uint64_t total = nj, last = nj;
+    uint32_t k = j + 1;
+    GPUOS_TLSF_NO_UNROLL
+    for (; k < n; ++k) {
+      const uint64_t nk = need(k);
+      if (nk > size - total) break;
+      total += nk;
+      last = nk;
+    }
+    const uint64_t last_off = off + total - last;
+    uint64_t extra = 0;
+    if (size - total >= kMinBlock) {
+      const uint64_t next = off + total, tail = size - total;
+      Hdr* t = hdr(base, next);
+      t->w0 = make_w0(next, tail, kFreeBit);
+      t->prev = last_off;
+      list_insert(base, a, next, tail);
+      a.free_blocks += 1;
+      a.free_bytes += tail;
+      if (next + tail < a.end) hdr(base, next + tail)->prev = next;  // prev-free bit already set
+    } else {
+      extra = size - total;
+      if (off + size < a.end) {
+        Hdr* nh = hdr(base, off + size);
+        nh->prev = last_off;
+        nh->w0 &= ~kPrevFreeBit;
+      }
+    }
+    uint64_t po = off, prev = prev0;
+    GPUOS_TLSF_NO_UNROLL
+    for (uint32_t m = j; m < k; ++m) {
+      const uint64_t nm = need(m);
+      write_piece(base, po, nm + (m + 1 == k ? extra : 0), prev);
+      out(m, po);
+      prev = po;
+      po += nm;
+    }
+    a.used_blocks += k - j;
+    a.used_bytes += total + extra;
+    a.allocs += k - j;
+    j = k;
+  }
+  return j;
 }
 
 /// Validates that `off` is the header of a live block of arena `a` (lock held). Boundary tags of the
@@ -979,19 +1006,10 @@ GPUOS_HD inline uint32_t alloc_n(Control* c, uint64_t bytes, uint64_t align, uin
     if (need > a.end - a.begin) continue;
     lock(a);
     while (got < n) {
-      // Several blocks left: carve them all out of one free block (one search, one split).
-      const uint64_t k = n - got;
-      if (k > 1 && align <= kAlign && need <= kMaxPool / k) {
-        uint64_t prev0 = 0, extra = 0;
-        const uint64_t off = carve_locked(base, a, need * k, k, need, prev0, extra);
-        if (off != kNil) {
-          GPUOS_TLSF_NO_UNROLL
-          for (uint64_t j = 0; j < k; ++j) {
-            write_piece(base, off + j * need, need + (j + 1 == k ? extra : 0), j == 0 ? prev0 : off + (j - 1) * need);
-            out[got++] = base + off + j * need + kHeader;
-          }
-          continue;
-        }
+      if (align <= kAlign) {  // one search and one split for as many blocks as the found block holds
+        got = carve_locked(base, a, got, n, [need](uint32_t) { return need; },
+                           [&](uint32_t j, uint64_t off) { out[j] = base + off + kHeader; });
+        break;
       }
       const uint64_t off = alloc_locked(base, a, need, align);
       if (off == kNil) break;
@@ -1214,107 +1232,72 @@ GPUOS_HD inline uint32_t visit(uint32_t k, uint32_t home, uint32_t small, bool l
   return k < small ? (home + k) % small : small;
 }
 
-/// Leader side of the warp fast path: finds an arena that can carve the whole run (`total` bytes, k
-/// pieces) from one free block and returns with its lock HELD and the run carved (the pieces' headers
-/// not yet written), or nullptr. Arena order as alloc_n's for a block of `max_need` bytes.
-__device__ inline Arena* carve_any(Control* c, uint64_t total, uint32_t k, uint64_t last_need, uint64_t max_need,
-                                   uint32_t hint, uint64_t& off, uint64_t& prev0, uint64_t& extra) {
+/// Leader side of warp_alloc: serves a group's requests (block sizes needs[0..n), 16-byte alignment)
+/// arena by arena in alloc_n's order, one lock acquisition per arena visited, carve_locked in each.
+/// offs[r] receives the header offset of request r, or kNil. Returns how many were served.
+__device__ inline uint32_t serve_group(Control* c, const uint64_t* needs, uint32_t n, uint64_t max_need,
+                                       uint32_t hint, uint64_t* offs) {
   char* base = base_of(c);
   const uint32_t small = c->small_arenas, narenas = small + c->has_large;
   const bool large_first = c->has_large && max_need >= c->large_threshold;
   const uint32_t home = hint % small;
+  uint32_t got = 0;
   GPUOS_TLSF_NO_UNROLL
-  for (uint32_t v = 0; v < narenas; ++v) {
+  for (uint32_t v = 0; v < narenas && got < n; ++v) {
     Arena& a = arenas(c)[visit(v, home, small, large_first)];
-    if (v != 0 && !may_serve(a, total)) continue;
-    if (total > a.end - a.begin) continue;
+    if (v != 0 && !may_serve(a, needs[got])) continue;
     lock(a);
-    off = carve_locked(base, a, total, k, last_need, prev0, extra);
-    if (off != kNil) return &a;
+    got = carve_locked(base, a, got, n, [needs](uint32_t j) { return needs[j]; },
+                       [offs](uint32_t j, uint64_t off) { offs[j] = off; });
     unlock(a);
   }
-  return nullptr;
+  for (uint32_t r = got; r < n; ++r) offs[r] = kNil;
+  if (got < n) count(c->failed_allocs, n - got);
+  return got;
 }
 }  // namespace detail
 
-/// Warp-aggregated allocation: every active lane calls it with its own request. All lanes asking for
-/// 16-byte alignment (any sizes) form one group: a warp scan gives each lane its place, and one leader
-/// carves the whole run out of one free block (carve_locked: one search and one split under one lock
-/// acquisition); every lane then writes its own block's header while the leader still holds the lock.
-/// If no arena can hold the run in one block (a nearly full heap), or for larger alignments, lanes
-/// asking for the same (bytes, align) are served block by block by one leader (alloc_n). Either way
-/// each lane gets its own ordinary block, which it may free on its own, from any thread.
+/// Warp-aggregated allocation: every active lane calls it with its own request. The lanes asking for
+/// 16-byte alignment (any sizes) form one group; a leader gathers their sizes and serves them all under
+/// one lock acquisition per arena visited (serve_group / carve_locked: each search serves every request
+/// that fits the block found, so a warp's requests usually cost one search and one split), writing the
+/// blocks' headers itself, then hands each lane its pointer. Lanes asking for larger alignments are
+/// served per (bytes, align) group by alloc_n. Each lane gets its own ordinary block, which it may free
+/// on its own, from any thread. Null when the heap cannot serve the request (never a wait).
 __device__ inline void* warp_alloc(Control* c, uint64_t bytes, uint64_t align, uint32_t hint) {
   using namespace detail;
   const unsigned active = __activemask();
   const unsigned lane = threadIdx.x & 31u;
   const unsigned below_me = (1u << lane) - 1u;
-  const bool ok_heap = initialised(c);
-  const bool fast = ok_heap && is_pow2(align) && align <= kAlign && bytes <= kMaxRequest &&
+  const bool fast = initialised(c) && is_pow2(align) && align <= kAlign && bytes <= kMaxRequest &&
                     block_size_for(bytes) <= c->max_arena;
   const unsigned group = __ballot_sync(active, fast);
   void* mine = nullptr;
-  bool served = false;
   if (group != 0) {
-    // Every active lane takes part in the shuffles; lanes outside the group contribute nothing.
+    const int leader = __ffs(group) - 1;
+    const bool is_leader = static_cast<int>(lane) == leader;
+    const uint32_t n = __popc(group), rank = __popc(group & below_me);
     const uint64_t need = fast ? block_size_for(bytes) : 0;
-    uint64_t prefix = 0, total = 0, max_need = 0;
-    if (active == 0xffffffffu) {
-      uint64_t incl = need;
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const uint64_t v = __shfl_up_sync(active, incl, d);
-        if (static_cast<int>(lane) >= d) incl += v;
-      }
-      prefix = incl - need;
-      total = __shfl_sync(active, incl, 31);
-      max_need = need;
-#pragma unroll
-      for (int d = 16; d > 0; d >>= 1) {
-        const uint64_t v = __shfl_xor_sync(active, max_need, d);
-        max_need = v > max_need ? v : max_need;
-      }
-    } else {
-      for (unsigned m = group; m != 0; m &= m - 1) {
-        const int src = __ffs(m) - 1;
-        const uint64_t v = __shfl_sync(active, need, src);
-        if (static_cast<unsigned>(src) < lane) prefix += v;
-        total += v;
+    uint64_t needs[32], offs[32];
+    uint64_t max_need = 0;
+    uint32_t r = 0;
+    for (unsigned m = group; m != 0; m &= m - 1) {
+      const uint64_t v = __shfl_sync(active, need, __ffs(m) - 1);
+      if (is_leader) {
+        needs[r++] = v;
         max_need = v > max_need ? v : max_need;
       }
     }
-    const int leader = __ffs(group) - 1, last_lane = 31 - __clz(group);
-    const uint64_t last_need = __shfl_sync(active, need, last_lane);
-    // Predecessor of my block inside the run: the previous group lane's.
-    const unsigned before = group & below_me;
-    const int pred = before ? 31 - __clz(before) : static_cast<int>(lane);
-    const uint64_t pred_need = __shfl_sync(active, need, pred);
-    uint64_t off = kNil, prev0 = 0, extra = 0;
-    Arena* a = nullptr;
-    if (static_cast<int>(lane) == leader) {
-      a = carve_any(c, total, __popc(group), last_need, max_need, hint, off, prev0, extra);
-    }
-    off = __shfl_sync(active, off, leader);
-    if (off != kNil) {
-      prev0 = __shfl_sync(active, prev0, leader);
-      extra = __shfl_sync(active, extra, leader);
-      if (fast) {
-        const uint64_t mo = off + prefix;
-        write_piece(base_of(c), mo, need + (static_cast<int>(lane) == last_lane ? extra : 0),
-                    before ? mo - pred_need : prev0);
-        mine = base_of(c) + mo + kHeader;
-        served = true;
-      }
-      __syncwarp(active);
-      if (static_cast<int>(lane) == leader) {
-        __threadfence();  // the lanes' header writes (ordered before by the barrier) before the unlock
-        unlock(*a);
-      }
+    if (is_leader) serve_group(c, needs, n, max_need, hint, offs);
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint64_t off = __shfl_sync(active, is_leader ? offs[k] : 0ull, leader);
+      if (fast && k == rank && off != kNil) mine = base_of(c) + off + kHeader;
     }
   }
-  // Slow path: block by block (alignment above 16, a nearly full heap, or a request that fails anyway).
-  const unsigned slow = __ballot_sync(active, !served);
-  if (served) return mine;
+  if (group == active) return mine;
+  // Alignment above 16, or a request that fails anyway: per (bytes, align) group, block by block.
+  const unsigned slow = active & ~group;
+  if (fast) return mine;
   const unsigned peers = __match_any_sync(slow, bytes) & __match_any_sync(slow, align);
   const int leader = __ffs(peers) - 1;
   const bool is_leader = static_cast<int>(lane) == leader;
