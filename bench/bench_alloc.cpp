@@ -43,8 +43,8 @@ const char* kHelp =
     "  --cuda-reps N      CUDA malloc repetitions per point (default 2)\n"
     "  --cuda-budget-ms T CUDA malloc runs at most about T ms per kernel; fewer threads if slower (400)\n"
     "  --pool-mib M       gpuos pool and CUDA malloc heap size (default 8192)\n"
-    "  --arenas-per-sm A  small arenas per SM of the gpuos heap (default 2)\n"
-    "  --sweep LIST       arenas per SM compared at 16 B, 4 KiB and mixed (default 1,2,4)\n"
+    "  --arenas-per-sm A  small arenas per SM of the gpuos heap (default 8, as the runtime's heap)\n"
+    "  --sweep LIST       arenas per SM compared at 16 B, 4 KiB and mixed (default 1,2,4,8,16)\n"
     "  --frag-rounds R    refill rounds of the fragmentation run (default 20)\n"
     "  --json FILE        result file (default bench_alloc.json)\n";
 
@@ -54,8 +54,8 @@ struct Config {
   int reps = 10, cuda_reps = 2;
   double cuda_budget_ms = 400;
   std::uint64_t pool_bytes = 8192ull << 20;
-  unsigned arenas_per_sm = 2;
-  std::vector<std::int64_t> sweep{1, 2, 4};
+  unsigned arenas_per_sm = 8;
+  std::vector<std::int64_t> sweep{1, 2, 4, 8, 16};
   int frag_rounds = 20;
   std::string json = "bench_alloc.json";
 };

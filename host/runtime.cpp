@@ -24,8 +24,9 @@ constexpr uint64_t kMinHeap = 1ull << 20;
 constexpr uint32_t kMaxHeapArenas = tlsf::kMaxArenas;
 /// Heap requests in flight at once (each has its reply record in mapped host memory).
 constexpr uint32_t kReplySlots = 64;
-/// Small arenas are at least this big when their number is chosen automatically.
-constexpr uint64_t kMinAutoArena = 64ull << 10;
+/// Automatic arena count: this many per SM (docs/allocator.md: the sweep), each at least kMinAutoArena.
+constexpr uint32_t kAutoArenasPerSm = 8;
+constexpr uint64_t kMinAutoArena = 1ull << 20;
 static_assert(GPUOS_HEAP_CHECKED == tlsf::kChecked, "heap_flags are passed to the device as they are");
 
 constexpr OpInfo kBuiltins[GPUOS_BUILTIN_OP_COUNT] = {
@@ -565,11 +566,14 @@ void Runtime::init_heap() {
   if (opts_.heap_bytes == 0) return;
 
   // Geometry: a quarter of the pool is the large arena (requests too big for a small arena), the rest
-  // is split into one small arena per SM (or heap_arenas), each at least 64 KiB when chosen here.
+  // is split into small arenas: heap_arenas, or kAutoArenasPerSm per SM but none below 1 MiB (more
+  // arenas, less lock contention; smaller arenas, a lower size limit outside the large arena).
   const uint64_t bytes = opts_.heap_bytes & ~15ull;
   const uint64_t large = bytes >= (16ull << 20) ? (bytes / 4) & ~(tlsf::kArenaGranule - 1) : 0;
-  uint64_t arenas = opts_.heap_arenas ? opts_.heap_arenas : static_cast<uint64_t>(info_.sm_count);
-  if (opts_.heap_arenas == 0) arenas = std::max<uint64_t>(1, std::min<uint64_t>(arenas, (bytes - large) / kMinAutoArena));
+  uint64_t arenas = opts_.heap_arenas;
+  if (arenas == 0)
+    arenas = std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(kAutoArenasPerSm) * info_.sm_count,
+                                                      (bytes - large) / kMinAutoArena));
   if ((bytes - large) / arenas < tlsf::kMinArenaBytes)
     fail(GPUOS_ERR_INVALID_ARG, "heap_arenas = " + std::to_string(arenas) + " leaves less than 4 KiB per arena of a " +
                                     std::to_string(bytes) + "-byte heap");

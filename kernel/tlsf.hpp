@@ -1216,13 +1216,13 @@ __device__ inline uint32_t sm_hint() {
   return r;
 }
 
-/// Home-arena hint of a warp: four per SM (SM id x 4 + the low two bits of the warp's slot on the SM).
-/// With 4 arenas per SM, an SM's warps spread over its own 4 arenas; with fewer, hint % arenas still
-/// spreads every SM's warps evenly.
+/// Home-arena hint of a warp: 16 per SM (SM id x 16 + the low four bits of the warp's slot on the SM),
+/// so with up to 16 arenas per SM an SM's warps spread over arenas of their own, and with fewer,
+/// hint % arenas still spreads every SM's warps evenly over the arenas.
 __device__ inline uint32_t warp_hint() {
   uint32_t w;
   asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
-  return sm_hint() * 4u + (w & 3u);
+  return sm_hint() * 16u + (w & 15u);
 }
 
 namespace detail {

@@ -58,7 +58,8 @@ typedef struct gpuos_options {
   /* The device heap (gpuos_alloc, gpuos::dev::malloc): device memory allocated at boot that lives as long
    * as the runtime, across suspend/resume. 0 = no heap; otherwise at least 1 MiB. Default 256 MiB. */
   uint64_t heap_bytes;
-  uint32_t heap_arenas; /* independently locked parts of the heap; 0 = one per SM of the device */
+  uint32_t heap_arenas; /* independently locked parts of the heap (<= 4096); 0 = automatic: 8 per SM,
+                         * each at least 1 MiB. A quarter of heaps >= 16 MiB is one more, large arena. */
   uint32_t heap_flags;  /* GPUOS_HEAP_* */
 } gpuos_options;
 

@@ -104,8 +104,20 @@ __device__ void release_tile(const alloc_release_args& a, const gpuos::TileCtx& 
   }
 }
 
-/// Allocates until the heap says no (a chain through the blocks' first word), then frees the chain.
-__device__ void exhaust_tile(const alloc_exhaust_args& a, const gpuos::TileCtx&) {
+/// Allocates until the heap says no, chaining the blocks through their first word (release = 0); frees
+/// the chain (release = 1). Two tasks, so no thread frees while another still fills.
+__device__ void exhaust_tile(const alloc_exhaust_args& a, const gpuos::TileCtx& c) {
+  const uint32_t tid = c.tile * blockDim.x + threadIdx.x;
+  if (a.release) {
+    void* head = a.heads[tid];
+    while (head != nullptr) {
+      void* next = *static_cast<void**>(head);
+      if (gpuos::dev::free(head) != 0) atomicAdd(&a.counters[3], 1ull);
+      head = next;
+    }
+    a.heads[tid] = nullptr;
+    return;
+  }
   void* head = nullptr;
   unsigned long long n = 0;
   for (uint32_t i = 0; i < a.max_per_thread; ++i) {
@@ -115,13 +127,9 @@ __device__ void exhaust_tile(const alloc_exhaust_args& a, const gpuos::TileCtx&)
     head = p;
     ++n;
   }
+  a.heads[tid] = head;
   atomicAdd(&a.counters[0], n);
   atomicAdd(&a.counters[1], n * a.bytes);
-  while (head != nullptr) {
-    void* next = *static_cast<void**>(head);
-    if (gpuos::dev::free(head) != 0) atomicAdd(&a.counters[3], 1ull);
-    head = next;
-  }
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ enum alloc_test_op {
   ALLOC_TEST_STRESS = GPUOS_BUILTIN_OP_COUNT,  // allocate, write, verify, free, many times per thread
   ALLOC_TEST_KEEP,                             // one block per thread, filled with a pattern, kept
   ALLOC_TEST_RELEASE,                          // verify the kept blocks' pattern, then free them
-  ALLOC_TEST_EXHAUST,                          // allocate until null, then free everything
+  ALLOC_TEST_EXHAUST,                          // allocate until null and keep it all / free it all
 };
 
 /* counters[0] errors, [1] successful allocations, [2] null returns, [3] failed frees */
@@ -40,7 +40,8 @@ typedef struct alloc_release_args {
 
 typedef struct alloc_exhaust_args {
   unsigned long long* counters; /* [0] blocks obtained, [1] bytes obtained, [3] failed frees */
+  void** heads;                 /* per thread: its chain of blocks (linked through their first word) */
   unsigned long long bytes;
   uint32_t max_per_thread;
-  uint32_t reserved;
+  uint32_t release;             /* 0: allocate until null, keep the chain; 1: free the chain */
 } alloc_exhaust_args;

@@ -4,6 +4,7 @@
 // image (tests/gpu/alloc_image.cu): the resident kernel plus operators that use the heap.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -104,7 +105,8 @@ TEST_CASE("host alloc/free: the block works with CUDA copies and as an operator 
 
   HeapStats s = rt.heap_stats();
   CHECK(s.pool_bytes == (256ull << 20));
-  CHECK(s.arenas == static_cast<uint32_t>(info.sm_count) + 1);  // one per SM + the large arena
+  // Automatic geometry: 8 small arenas per SM, none below 1 MiB (192 MiB of small arenas), + the large one.
+  CHECK(s.arenas == std::min<uint32_t>(8u * static_cast<uint32_t>(info.sm_count), 192u) + 1);
   CHECK(s.used_blocks == 2);
   CHECK(s.allocs == 2);
   CHECK(s.checked == 0);
@@ -192,6 +194,7 @@ TEST_CASE("bad frees are refused, counted, and change nothing (checked mode; dou
 
 TEST_CASE("out of memory: an error (host) or null (device) at once, never a hang; everything comes back") {
   Counters ctr;
+  test::DeviceBuffer head_slots(2 * 64 * kBlock);
   Runtime rt(Options().with_heap(64ull << 20));
   auto t0 = Clock::now();
   CHECK(status_of([&] { rt.alloc(1ull << 30); }) == GPUOS_ERR_OUT_OF_MEMORY);
@@ -217,17 +220,25 @@ TEST_CASE("out of memory: an error (host) or null (device) at once, never a hang
   for (void* p : got) rt.free(p);
   CHECK(rt.heap_stats().used_bytes == 0);
 
-  // Device: 16K threads allocate 4 KiB blocks until null, then free them all.
+  // Device: 16K threads allocate 4 KiB blocks until null (one task), then free them all (another).
   const uint32_t tiles = 64;
+  auto** heads = reinterpret_cast<void**>(head_slots.get());
   t0 = Clock::now();
-  const Ticket t = rt.submit(Task::make(ALLOC_TEST_EXHAUST, tiles, alloc_exhaust_args{ctr.get(), 4096, 100000, 0}));
-  REQUIRE(rt.wait(t, 60s));
+  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_EXHAUST, tiles, alloc_exhaust_args{ctr.get(), heads, 4096, 100000, 0})),
+                  60s));
   const double dev_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const HeapStats full = rt.heap_stats();
+  require_heap_ok(rt);
+  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_EXHAUST, tiles, alloc_exhaust_args{ctr.get(), heads, 4096, 100000, 1})),
+                  60s));
   const std::vector<uint64_t> c = ctr.read();
   const double dev_frac = static_cast<double>(c[1]) / (64ull << 20);
-  MESSAGE("device fill with 4 KiB blocks: " << c[0] << " blocks, " << 100 * dev_frac << "% of the pool, " << dev_s
-                                            << " s (fill and free)");
+  MESSAGE("device fill with 4 KiB blocks: " << c[0] << " blocks, " << 100 * dev_frac << "% of the pool requested, "
+                                            << 100.0 * full.used_bytes / full.pool_bytes << "% in blocks, " << dev_s
+                                            << " s to fill");
+  CHECK(full.used_blocks == c[0]);
   CHECK(dev_frac > 0.9);
+  CHECK(dev_frac <= 1.0);
   CHECK(c[3] == 0);
   s = rt.heap_stats();
   CHECK(s.used_blocks == 0);
@@ -299,7 +310,7 @@ TEST_CASE("the heap survives suspend/resume: host and device blocks, their conte
     const HeapStats s = rt.heap_stats();
     CHECK(s.used_blocks == before.used_blocks);
     CHECK(s.used_bytes == before.used_bytes);
-    CHECK(s.allocs == before.allocs);
+    CHECK(s.allocs == before.allocs + cycle);  // + the 4 KiB block of each earlier cycle
     void* b = rt.alloc(4096);  // the heap keeps working after the relaunch
     rt.free(b);
   }
