@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Plots the benchmark results: bench/plot.py [RESULTS_DIR] [--out DIR].
 
-Reads bench_dispatch.json, bench_throughput.json and bench_large.json from RESULTS_DIR (default: the
-current directory; a missing file is skipped) and writes bench_dispatch.png, bench_throughput.png and
-bench_large.png to --out (default: docs/ of the repository). Needs matplotlib.
+Reads bench_dispatch.json, bench_throughput.json, bench_large.json and bench_alloc.json from RESULTS_DIR
+(default: the current directory; a missing file is skipped) and writes bench_<name>.png for each to --out
+(default: docs/ of the repository). Needs matplotlib.
 """
 import argparse
 import json
@@ -137,6 +137,50 @@ def plot_large(r, out):
     plt.close(fig)
 
 
+def plot_alloc(r, out):
+    g, c = r["gpuos"], r["cuda_malloc"]
+    fig, (tp, sc) = plt.subplots(1, 2, figsize=(13, 5))
+    labels = ["mixed" if p["mixed"] else str(p["bytes"]) for p in g]
+    x = range(len(labels))
+    tp.plot(list(x), [p["allocs_per_s"] / 1e6 for p in g], "o-", color=GPUOS_COLOR, lw=2, label="gpuos alloc")
+    tp.plot(list(x), [p["frees_per_s"] / 1e6 for p in g], "o--", color=GPUOS_COLOR, alpha=0.5, label="gpuos free")
+    tp.plot(list(x), [p["allocs_per_s"] / 1e6 for p in c], "s-", color=BASELINE_COLORS[0], label="CUDA malloc")
+    tp.plot(list(x), [p["frees_per_s"] / 1e6 for p in c], "s--", color=BASELINE_COLORS[0], alpha=0.5,
+            label="CUDA free")
+    for i, (a, b) in enumerate(zip(g, c)):
+        tp.annotate(f"{a['allocs_per_s'] / b['allocs_per_s']:.0f}x", (i, a["allocs_per_s"] / 1e6),
+                    textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7, color=GPUOS_COLOR)
+    tp.axhline(1000, color="k", ls=":", lw=1, label="target 1 G/s at 16 B")
+    tp.axhline(300, color="k", ls="--", lw=1, label="target 0.3 G/s at 4 KiB")
+    tp.set_xticks(list(x))
+    tp.set_xticklabels(labels)
+    tp.set_yscale("log")
+    tp.set_xlabel("request size (B)")
+    tp.set_ylabel("M operations/s (median), log scale")
+    tp.set_title(f"{r['threads']} threads, one malloc each, fresh heap per repetition", fontsize=9)
+    tp.grid(True, which="both", alpha=0.3)
+    tp.legend(fontsize=7)
+    sg, scu = r["scaling_gpuos"], r["scaling_cuda_malloc"]
+    sc.plot([p["threads"] for p in sg], [p["allocs_per_s"] / 1e6 for p in sg], "o-", color=GPUOS_COLOR, lw=2,
+            label="gpuos")
+    sc.plot([p["threads"] for p in scu], [p["allocs_per_s"] / 1e6 for p in scu], "s-", color=BASELINE_COLORS[0],
+            label="CUDA malloc")
+    sc.set_xscale("log", base=2)
+    sc.set_yscale("log")
+    sc.set_xlabel("threads (one 16 B malloc each)")
+    sc.set_ylabel("M allocs/s (launch included)")
+    sc.grid(True, which="both", alpha=0.3)
+    sc.legend(fontsize=8)
+    s = r.get("summary", {})
+    sc.set_title("OOM fill (mixed) {:.1f}% of the pool, fragmentation (mixed) {:.1f}%".format(
+        100 * s.get("oom_fill_mixed", float("nan")), 100 * s.get("fragmentation_mixed_mean", float("nan"))),
+        fontsize=9)
+    fig.suptitle("Device heap vs CUDA device malloc: " + subtitle(r), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
 def main():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description="Plots the gpuos benchmark JSON results.")
@@ -144,7 +188,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(repo, "docs"), help="where the PNG files go")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    plots = [("bench_dispatch", plot_dispatch), ("bench_throughput", plot_throughput), ("bench_large", plot_large)]
+    plots = [("bench_dispatch", plot_dispatch), ("bench_throughput", plot_throughput), ("bench_large", plot_large),
+             ("bench_alloc", plot_alloc)]
     done = 0
     for name, fn in plots:
         r = load(os.path.join(a.results, name + ".json"))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the three benchmarks on a GPU machine, writing JSON results and logs into OUT_DIR.
+# Runs the benchmarks on a GPU machine, writing JSON results and logs into OUT_DIR.
 #
 #   bench/run_all.sh OUT_DIR [BUILD_DIR]        (BUILD_DIR defaults to ./build)
 #
@@ -29,7 +29,7 @@ if [ -x "$build/tools/gpuos" ]; then
   fi
 fi
 
-for name in bench_dispatch bench_throughput bench_large; do
+for name in bench_dispatch bench_throughput bench_large bench_alloc; do
   exe=$build/bench/$name
   echo "== $name"
   if [ ! -x "$exe" ]; then

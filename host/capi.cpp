@@ -76,6 +76,9 @@ void gpuos_options_init(gpuos_options* o) {
   o->sm_budget = 0;
   o->queue_capacity = 65536;
   o->blocks_per_sm = 0;
+  o->heap_bytes = 256ull << 20;
+  o->heap_arenas = 0;
+  o->heap_flags = 0;
 }
 
 gpuos_status gpuos_create(const gpuos_options* opts, gpuos_runtime** out) {
@@ -281,6 +284,40 @@ gpuos_status gpuos_list_ops(gpuos_runtime* rt, gpuos_op_info* out, size_t capaci
     const std::vector<gpuos_op_info> rows = rt->impl.list_ops();
     for (size_t i = 0; i < rows.size() && i < capacity; ++i) out[i] = rows[i];
     *count = rows.size();
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_alloc(gpuos_runtime* rt, size_t bytes, size_t align, void** out) {
+  GPUOS_REQUIRE(rt && out, "rt or out is NULL");
+  *out = nullptr;
+  return guarded([&] {
+    *out = rt->impl.heap_alloc(bytes, align);
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_free(gpuos_runtime* rt, void* p) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return guarded([&] {
+    rt->impl.heap_free(p);
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_heap_get_stats(gpuos_runtime* rt, gpuos_heap_stats* out) {
+  GPUOS_REQUIRE(rt && out, "rt or out is NULL");
+  return guarded([&] {
+    *out = rt->impl.heap_stats();
+    return GPUOS_OK;
+  });
+}
+
+gpuos_status gpuos_heap_check(gpuos_runtime* rt) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return guarded([&] {
+    std::string why;
+    if (!rt->impl.heap_check(why)) return set_error(GPUOS_ERR_INTERNAL, "heap invariant violated: " + why);
     return GPUOS_OK;
   });
 }

@@ -78,6 +78,8 @@ Runtime::Hotpatch::Hotpatch() : cache(jit::CacheConfig::from_env()) {
   // parse them once per process (~35 ms instead of ~450 ms a compile on the build machine).
   copts.extra_options = {"-pch", "-pch-messages=false"};
   lopts.arch = GPUOS_CUDA_ARCH;
+  // Operators run inside the resident kernel: compiled within its register budget (gpuos/abi.h).
+  lopts.extra_options = {"-maxrregcount=" + std::to_string(GPUOS_MAX_REGISTERS)};
   for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) ids[kBuiltinNames[i]] = i;
 }
 
@@ -354,7 +356,7 @@ gpuos_generation Runtime::rebuild(Hotpatch& h, Build& b) {
     if (auto it = h.ids.find(op); it != h.ids.end()) {
       id = it->second;
     } else {
-      if (next_id >= GPUOS_MAX_OPS)
+      if (next_id >= GPUOS_OP_HEAP_CTL)
         return error(GPUOS_ERR_INVALID_ARG, "no free operator id for '" + op + "' (GPUOS_MAX_OPS is " +
                                                 std::to_string(GPUOS_MAX_OPS) + ")");
       id = next_id++;
@@ -522,7 +524,7 @@ uint64_t Runtime::alias_set(const std::string& alias, const std::string& target)
                                       "-byte arguments; '" + target + "' takes " + std::to_string(bytes));
   } else {
     if (alias.empty()) fail(GPUOS_ERR_INVALID_ARG, "alias name is empty");
-    if (h.next_id >= GPUOS_MAX_OPS) fail(GPUOS_ERR_INVALID_ARG, "no free operator id for alias '" + alias + "'");
+    if (h.next_id >= GPUOS_OP_HEAP_CTL) fail(GPUOS_ERR_INVALID_ARG, "no free operator id for alias '" + alias + "'");
     logical = h.next_id;
     fresh = true;
   }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../kernel/tlsf.hpp"  // layout sizes and status codes only: the metadata is the device's
 #include "driver.hpp"
 #include "error.hpp"
 #include "hotpatch.hpp"
@@ -21,6 +22,15 @@ namespace gpuos::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kMinHeap = 1ull << 20;
+constexpr uint32_t kMaxHeapArenas = tlsf::kMaxArenas;
+/// Heap requests in flight at once (each has its reply record in mapped host memory).
+constexpr uint32_t kReplySlots = 64;
+/// Automatic arena count: this many per SM (docs/allocator.md: the sweep), each at least kMinAutoArena.
+constexpr uint32_t kAutoArenasPerSm = 8;
+constexpr uint64_t kMinAutoArena = 1ull << 20;
+static_assert(GPUOS_HEAP_CHECKED == tlsf::kChecked, "heap_flags are passed to the device as they are");
 
 constexpr OpInfo kBuiltins[GPUOS_BUILTIN_OP_COUNT] = {
     {"nop", 0},
@@ -65,6 +75,20 @@ void validate_options(const gpuos_options& o) {
   if (c < 64 || c > (1u << 22) || (c & (c - 1)) != 0)
     fail(GPUOS_ERR_INVALID_ARG,
          "queue_capacity must be a power of two in [64, 4194304], got " + std::to_string(c));
+  if (o.heap_bytes != 0 && (o.heap_bytes < kMinHeap || o.heap_bytes >= (1ull << 48)))
+    fail(GPUOS_ERR_INVALID_ARG, "heap_bytes must be 0 (no heap) or in [1 MiB, 256 TiB), got " +
+                                    std::to_string(o.heap_bytes));
+  if (o.heap_arenas > kMaxHeapArenas)
+    fail(GPUOS_ERR_INVALID_ARG, "heap_arenas must be at most " + std::to_string(kMaxHeapArenas) + ", got " +
+                                    std::to_string(o.heap_arenas));
+  if (o.heap_flags & ~GPUOS_HEAP_CHECKED)
+    fail(GPUOS_ERR_INVALID_ARG, "heap_flags has unknown bits: " + std::to_string(o.heap_flags));
+}
+
+/// Name of an operator id for messages.
+std::string op_label(uint32_t id) {
+  std::string s = id < GPUOS_BUILTIN_OP_COUNT ? kBuiltins[id].name : std::to_string(id);
+  return id < GPUOS_BUILTIN_OP_COUNT ? "'" + s + "'" : s.insert(0, 1, '#');
 }
 
 /// Checks the device can run the image and fills everything but the grid.
@@ -170,6 +194,7 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
   try {
     CtxScope scope(ctx_);
     module_ = load_image(kernel_);
+    read_op_table();
     grid_ = grid_for(kernel_, o, info_);
     GPUOS_CU_TRY(drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
 
@@ -203,7 +228,11 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
     for (uint32_t i = 0; i < GPUOS_MAX_OPS; ++i) alias[i] = static_cast<uint16_t>(i);
     GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, alias), alias, sizeof(alias), stream_));
     GPUOS_CU_TRY(drv().cuStreamSynchronize(stream_));
-    for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) accept_[i].store(kAccept | kBuiltins[i].arg_bytes);
+    init_heap();
+    // Submissions are validated against the operators the loaded image really holds (its jump table);
+    // generations and aliases update this table (host/hotpatch.cpp).
+    for (uint32_t id = 0; id < GPUOS_MAX_OPS; ++id)
+      if (ops_[id].name) accept_[id].store(kAccept | ops_[id].arg_bytes);
 
     queue_ = std::make_unique<SubmitQueue>(ring_, completions_, log2);
     launch();
@@ -254,6 +283,8 @@ void Runtime::shutdown() noexcept {
     if (dq_) drv().cuMemFree(dq_);
     if (state_) drv().cuMemFree(state_);
     if (trace_) drv().cuMemFree(trace_);
+    if (heap_pool_) drv().cuMemFree(heap_pool_);
+    if (heap_ctl_) drv().cuMemFree(heap_ctl_);
     if (module_) drv().cuModuleUnload(module_);
     if (prev_.module) drv().cuModuleUnload(prev_.module);
     if (stream_) drv().cuStreamDestroy(stream_);
@@ -262,6 +293,8 @@ void Runtime::shutdown() noexcept {
   if (ring_) drv().cuMemFreeHost(ring_);
   if (completions_) drv().cuMemFreeHost(completions_);
   if (control_) drv().cuMemFreeHost(control_);
+  if (replies_) drv().cuMemFreeHost(replies_);
+  replies_ = nullptr;
   ring_ = nullptr;
   completions_ = nullptr;
   control_ = nullptr;
@@ -287,6 +320,7 @@ void Runtime::launch() {
   lp.run_id = run;
   lp.log2_capacity = queue_->log2_capacity();
   lp.abi_version = GPUOS_ABI_VERSION;
+  lp.heap = reinterpret_cast<void*>(heap_ctl_);
   void* args[] = {&lp};
   GPUOS_CU_TRY(drv().cuLaunchCooperativeKernel(kernel_, grid_, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, 0, stream_, args));
   ++launches_;
@@ -435,6 +469,9 @@ bool Runtime::submit(const gpuos_task* tasks, size_t n, bool blocking, uint64_t&
   for (size_t i = 0; i < n; ++i) {
     const gpuos_task& t = tasks[i];
     auto where = [&] { return n > 1 ? "task " + std::to_string(i) + ": " : std::string(); };
+    if (t.op == GPUOS_OP_HEAP_CTL)
+      fail(GPUOS_ERR_INVALID_ARG, where() + "operator id " + std::to_string(t.op) +
+                                      " is reserved for the runtime's heap requests (use gpuos_alloc / gpuos_free)");
     // Built-ins, loaded operators and aliases (accept_ is updated by host/hotpatch.cpp).
     const uint32_t acc = t.op < GPUOS_MAX_OPS ? accept_[t.op].load(std::memory_order_acquire) : 0u;
     if (!(acc & kAccept)) fail(GPUOS_ERR_INVALID_ARG, where() + "unknown operator id " + std::to_string(t.op));
@@ -443,11 +480,8 @@ bool Runtime::submit(const gpuos_task* tasks, size_t n, bool blocking, uint64_t&
                                       std::to_string(GPUOS_MAX_ARG_BYTES));
     const uint32_t want = acc & ~kAccept;
     if (t.arg_bytes != want) {
-      const OpInfo& op = builtin_op(t.op);
-      fail(GPUOS_ERR_INVALID_ARG, where() + "operator " +
-                                      (op.name ? "'" + std::string(op.name) + "'" : "id " + std::to_string(t.op)) +
-                                      " takes " + std::to_string(want) + " bytes of arguments, got " +
-                                      std::to_string(t.arg_bytes));
+      fail(GPUOS_ERR_INVALID_ARG, where() + "operator " + op_label(t.op) + " takes " + std::to_string(want) +
+                                      " bytes of arguments, got " + std::to_string(t.arg_bytes));
     }
     if (t.arg_bytes != 0 && !t.args) fail(GPUOS_ERR_INVALID_ARG, where() + "args is NULL");
     if (t.tiles == 0 || t.tiles > GPUOS_MAX_TILES)
@@ -459,7 +493,10 @@ bool Runtime::submit(const gpuos_task* tasks, size_t n, bool blocking, uint64_t&
     p.tiles = t.tiles;
     if (t.arg_bytes) std::memcpy(p.args, t.args, t.arg_bytes);
   }
+  return enqueue(payloads, static_cast<uint32_t>(n), blocking, first);
+}
 
+bool Runtime::enqueue(const abi::Payload* payloads, uint32_t count, bool blocking, uint64_t& first) {
   struct Active {
     std::atomic<int>& n;
     explicit Active(std::atomic<int>& c) : n(c) { n.fetch_add(1, std::memory_order_seq_cst); }
@@ -468,7 +505,6 @@ bool Runtime::submit(const gpuos_task* tasks, size_t n, bool blocking, uint64_t&
   if (closing_.load(std::memory_order_seq_cst)) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is shut down (or shutting down)");
   check_usable();
 
-  const uint32_t count = static_cast<uint32_t>(n);
   for (uint32_t spins = 0; !queue_->try_reserve(count, first); ++spins) {
     queue_->reap();
     if (queue_->try_reserve(count, first)) break;
@@ -653,6 +689,205 @@ std::string Runtime::diagnose() {
     line(std::string("device state unreadable: ") + f.what());
   }
   return out;
+}
+
+// ---- the loaded image's operators ---------------------------------------------------------------------
+void Runtime::read_op_table() {
+  // The host validates submissions against the operators the image really holds (the jump table the
+  // device dispatches through), so an image with more operators than the built-ins is usable as is.
+  CUdeviceptr table = 0;
+  size_t bytes = 0;
+  GPUOS_CU_TRY(drv().cuModuleGetGlobal(&table, &bytes, module_, "gpuos_op_table"));
+  std::vector<uint64_t> rows(GPUOS_MAX_OPS, 0);
+  GPUOS_CU_TRY(drv().cuMemcpyDtoH(rows.data(), table, std::min<size_t>(bytes, rows.size() * sizeof(uint64_t))));
+  static constexpr const char* kImageOp = "image operator";
+  ops_.assign(GPUOS_MAX_OPS, OpInfo{});
+  for (uint32_t id = 0; id < GPUOS_MAX_OPS; ++id) {
+    if (rows[id] == 0) continue;
+    struct Row {
+      uint64_t tile, finish;
+      uint32_t arg_bytes, flags;
+    } row{};
+    static_assert(sizeof(Row) == 24, "OpEntry layout (gpuos/op.cuh)");
+    GPUOS_CU_TRY(drv().cuMemcpyDtoH(&row, rows[id], sizeof(row)));
+    if (row.tile == 0) continue;
+    ops_[id] = OpInfo{id < GPUOS_BUILTIN_OP_COUNT ? kBuiltins[id].name : kImageOp, row.arg_bytes};
+  }
+}
+
+const OpInfo& Runtime::op_info(uint32_t id) const { return id < ops_.size() ? ops_[id] : kNoOp; }
+
+// ---- the heap -------------------------------------------------------------------------------------------
+void Runtime::init_heap() {
+  void* p = nullptr;
+  GPUOS_CU_TRY(drv().cuMemHostAlloc(&p, kReplySlots * sizeof(abi::HeapReply),
+                                    CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  replies_ = static_cast<abi::HeapReply*>(p);
+  std::memset(static_cast<void*>(replies_), 0, kReplySlots * sizeof(abi::HeapReply));
+  for (uint32_t i = 0; i < kReplySlots; ++i) free_replies_.push_back(kReplySlots - 1 - i);
+  if (opts_.heap_bytes == 0) return;
+
+  // Geometry: a quarter of the pool is the large arena (requests too big for a small arena), the rest
+  // is split into small arenas: heap_arenas, or kAutoArenasPerSm per SM but none below 1 MiB (more
+  // arenas, less lock contention; smaller arenas, a lower size limit outside the large arena).
+  const uint64_t bytes = opts_.heap_bytes & ~15ull;
+  const uint64_t large = bytes >= (16ull << 20) ? (bytes / 4) & ~(tlsf::kArenaGranule - 1) : 0;
+  uint64_t arenas = opts_.heap_arenas;
+  if (arenas == 0)
+    arenas = std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(kAutoArenasPerSm) * info_.sm_count,
+                                                      (bytes - large) / kMinAutoArena));
+  if ((bytes - large) / arenas < tlsf::kMinArenaBytes)
+    fail(GPUOS_ERR_INVALID_ARG, "heap_arenas = " + std::to_string(arenas) + " leaves less than 4 KiB per arena of a " +
+                                    std::to_string(bytes) + "-byte heap");
+  const uint64_t ctl_bytes = tlsf::control_bytes(static_cast<uint32_t>(arenas));
+  GPUOS_CU_TRY(drv().cuMemAlloc(&heap_ctl_, ctl_bytes));
+  GPUOS_CU_TRY(drv().cuMemAlloc(&heap_pool_, bytes));
+
+  CUfunction layout = nullptr, init_arenas = nullptr;
+  GPUOS_CU_TRY(drv().cuModuleGetFunction(&layout, module_, "gpuos_heap_layout"));
+  GPUOS_CU_TRY(drv().cuModuleGetFunction(&init_arenas, module_, "gpuos_heap_init_arenas"));
+  CUdeviceptr status_dev = 0;
+  GPUOS_CU_TRY(drv().cuMemAlloc(&status_dev, sizeof(uint32_t)));
+  struct FreeStatus {
+    CUdeviceptr p;
+    ~FreeStatus() { drv().cuMemFree(p); }
+  } free_status{status_dev};
+  unsigned long long pool_bytes = bytes, large_bytes = large;
+  unsigned narenas = static_cast<unsigned>(arenas), flags = opts_.heap_flags & GPUOS_HEAP_CHECKED;
+  void* layout_args[] = {&heap_ctl_, &heap_pool_, &pool_bytes, &narenas, &large_bytes, &flags, &status_dev};
+  GPUOS_CU_TRY(drv().cuLaunchKernel(layout, 1, 1, 1, 1, 1, 1, 0, stream_, layout_args, nullptr));
+  uint32_t status = ~0u;
+  GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(&status, status_dev, sizeof(status), stream_));
+  GPUOS_CU_TRY(drv().cuStreamSynchronize(stream_));
+  if (status != 0)
+    fail(GPUOS_ERR_INTERNAL, "the device refused the heap layout (" + std::to_string(bytes) + " bytes, " +
+                                 std::to_string(arenas) + " arenas): status " + std::to_string(status));
+  void* init_args[] = {&heap_ctl_};
+  const unsigned blocks = static_cast<unsigned>((arenas + 1 + 127) / 128);
+  GPUOS_CU_TRY(drv().cuLaunchKernel(init_arenas, blocks, 1, 1, 128, 1, 1, 0, stream_, init_args, nullptr));
+  GPUOS_CU_TRY(drv().cuStreamSynchronize(stream_));
+}
+
+abi::HeapReply Runtime::heap_call(uint32_t cmd, uint64_t a, uint64_t b) {
+  if (heap_ctl_ == 0) fail(GPUOS_ERR_UNAVAILABLE, "the runtime has no heap (gpuos_options.heap_bytes is 0)");
+  check_usable();
+  if (state_flag_.load() == State::Suspended)
+    fail(GPUOS_ERR_UNAVAILABLE, "the runtime is suspended: heap requests are served by the resident kernel; resume first");
+  uint32_t slot = 0;
+  {
+    std::unique_lock<std::mutex> lock(reply_mutex_);
+    reply_cv_.wait(lock, [&] { return !free_replies_.empty(); });
+    slot = free_replies_.back();
+    free_replies_.pop_back();
+  }
+  struct Release {
+    Runtime& rt;
+    uint32_t slot;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(rt.reply_mutex_);
+      rt.free_replies_.push_back(slot);
+      rt.reply_cv_.notify_one();
+    }
+  } release{*this, slot};
+  abi::HeapReply* r = replies_ + slot;
+  std::memset(static_cast<void*>(r), 0, sizeof(*r));
+  r->status = ~0u;
+
+  abi::HeapCtlArgs args{};
+  args.cmd = cmd;
+  args.a = a;
+  args.b = b;
+  args.reply = reinterpret_cast<uint64_t>(r);
+  abi::Payload p;
+  std::memset(&p, 0, sizeof(p));
+  p.op = static_cast<uint16_t>(GPUOS_OP_HEAP_CTL);
+  p.arg_bytes = sizeof(args);
+  p.tiles = 1;
+  std::memcpy(p.args, &args, sizeof(args));
+  uint64_t ticket = 0;
+  enqueue(&p, 1, true, ticket);
+  std::string why;
+  const gpuos_status s = wait(ticket, -1, why);
+  if (s != GPUOS_OK) fail(s, "heap request: " + why);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  abi::HeapReply out;
+  std::memcpy(static_cast<void*>(&out), const_cast<const abi::HeapReply*>(r), sizeof(out));
+  return out;
+}
+
+namespace {
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+}  // namespace
+
+void* Runtime::heap_alloc(uint64_t bytes, uint64_t align) {
+  if (align == 0) align = 16;
+  const abi::HeapReply r = heap_call(abi::kHeapAlloc, bytes, align);
+  switch (r.status) {
+    case tlsf::kOk:
+      return reinterpret_cast<void*>(r.ptr);
+    case tlsf::kBadAlign:
+      fail(GPUOS_ERR_INVALID_ARG, "alignment " + std::to_string(align) + " is not a power of two");
+    case tlsf::kTooLarge:
+      fail(GPUOS_ERR_OUT_OF_MEMORY, "a block of " + std::to_string(bytes) + " bytes (alignment " + std::to_string(align) +
+                                        ") is larger than any arena of the " + std::to_string(opts_.heap_bytes) +
+                                        "-byte heap");
+    case tlsf::kOutOfMemory:
+      fail(GPUOS_ERR_OUT_OF_MEMORY, "the heap has no free block for " + std::to_string(bytes) + " bytes (alignment " +
+                                        std::to_string(align) + "); see gpuos_heap_get_stats");
+    default:
+      fail(GPUOS_ERR_INTERNAL, "heap allocation failed with device status " + std::to_string(r.status));
+  }
+}
+
+void Runtime::heap_free(void* p) {
+  if (p == nullptr) return;
+  const abi::HeapReply r = heap_call(abi::kHeapFree, reinterpret_cast<uint64_t>(p), 0);
+  switch (r.status) {
+    case tlsf::kOk:
+      return;
+    case tlsf::kForeign:
+      fail(GPUOS_ERR_INVALID_ARG, "free of " + hex(reinterpret_cast<uint64_t>(p)) +
+                                      ": not a block of the gpuos heap (refused, nothing changed)");
+    case tlsf::kDoubleFree:
+      fail(GPUOS_ERR_INVALID_ARG, "double free of " + hex(reinterpret_cast<uint64_t>(p)) + " (refused, nothing changed)");
+    default:
+      fail(GPUOS_ERR_INTERNAL, "heap free failed with device status " + std::to_string(r.status));
+  }
+}
+
+gpuos_heap_stats Runtime::heap_stats() {
+  const abi::HeapReply r = heap_call(abi::kHeapStats, 0, 0);
+  if (r.status != tlsf::kOk) fail(GPUOS_ERR_INTERNAL, "heap stats failed with device status " + std::to_string(r.status));
+  const abi::HeapStats& d = r.stats;
+  gpuos_heap_stats s{};
+  s.pool_bytes = d.pool_bytes;
+  s.used_bytes = d.used_bytes;
+  s.free_bytes = d.free_bytes;
+  s.largest_free = d.largest_free;
+  s.used_blocks = d.used_blocks;
+  s.free_blocks = d.free_blocks;
+  s.allocs = d.allocs;
+  s.frees = d.frees;
+  s.failed_allocs = d.failed_allocs;
+  s.bad_align = d.bad_align;
+  s.too_large = d.too_large;
+  s.bad_free = d.bad_free;
+  s.double_free = d.double_free;
+  s.fragmentation = d.fragmentation;
+  s.arenas = d.arenas;
+  s.checked = d.checked;
+  return s;
+}
+
+bool Runtime::heap_check(std::string& why) {
+  const abi::HeapReply r = heap_call(abi::kHeapCheck, 0, 0);
+  if (r.check_ok) return true;
+  why.assign(r.message, strnlen(r.message, sizeof(r.message)));
+  return false;
 }
 
 }  // namespace gpuos::detail

@@ -64,9 +64,25 @@ class Runtime {
   gpuos_generation rollback_generation();
   gpuos_generation generation();
   std::vector<gpuos_op_info> list_ops();
+  // The device heap, served by the resident kernel (operator GPUOS_OP_HEAP_CTL): one round trip each.
+  void* heap_alloc(uint64_t bytes, uint64_t align);
+  void heap_free(void* p);
+  gpuos_heap_stats heap_stats();
+  /// Runs the device-side invariant checker; false with the first violation in `why`.
+  bool heap_check(std::string& why);
 
  private:
   enum class State { Running, Suspended, Stopped, Faulted };
+
+  /// Publishes n validated payloads with consecutive tickets (false: ring full and !blocking).
+  bool enqueue(const abi::Payload* payloads, uint32_t n, bool blocking, uint64_t& first);
+  /// Reads the loaded image's jump table: which ids hold an operator and their argument sizes.
+  void read_op_table();
+  /// Allocates the heap's control block and pool and initialises them on the device (before launch).
+  void init_heap();
+  /// One heap request through the ring; returns the device's reply.
+  abi::HeapReply heap_call(uint32_t cmd, uint64_t a, uint64_t b);
+  const OpInfo& op_info(uint32_t id) const;
 
   void launch();
   void stop_kernel(double timeout_s);
@@ -126,6 +142,16 @@ class Runtime {
   CUdeviceptr trace_ = 0;  // front-end flight recorder (GPUOS_TRACE=1), diagnostics only
 
   std::unique_ptr<SubmitQueue> queue_;
+  std::vector<OpInfo> ops_;  // by id, from the loaded image's jump table
+
+  // The heap: device memory (control block + pool), replies in mapped host memory, one per request in
+  // flight.
+  CUdeviceptr heap_ctl_ = 0;
+  CUdeviceptr heap_pool_ = 0;
+  abi::HeapReply* replies_ = nullptr;
+  std::mutex reply_mutex_;
+  std::condition_variable reply_cv_;
+  std::vector<uint32_t> free_replies_;
 
   std::mutex control_mutex_;  // serializes launch/suspend/resume/shutdown
   std::atomic<State> state_flag_{State::Stopped};

@@ -10,13 +10,15 @@
 // completion record to mapped host memory.
 //
 // Nothing here lives in a __device__ global: all state is in LaunchParams' memory, allocated by the host,
-// so the kernel can exit (suspend, image change) and be launched again without losing a task.
+// so the kernel can exit (suspend, image change) and be launched again without losing a task. (The heap
+// pointer each launch copies into gpuos_heap_of_launch is a pointer to such memory, not state.)
 #include <cooperative_groups.h>
 #include <cuda/atomic>
 
 #include "gpuos/abi.h"
 #include "gpuos/op.cuh"
 #include "window.hpp"
+#include "heap_ops.cuh"
 
 extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS];
 extern "C" __device__ const unsigned int gpuos_image_abi_version = GPUOS_ABI_VERSION;
@@ -80,7 +82,8 @@ struct BlockShared {
 
 /// Why a payload cannot run, or kTaskOk.
 __device__ __forceinline__ uint32_t validate(const Payload& p, const OpEntry*& e) {
-  e = p.op < GPUOS_MAX_OPS ? gpuos_op_table[p.op] : nullptr;
+  // Heap requests are served by this image's own operator, whatever the jump table holds at that id.
+  e = p.op == GPUOS_OP_HEAP_CTL ? &gpuos_op_heap_ctl_entry : (p.op < GPUOS_MAX_OPS ? gpuos_op_table[p.op] : nullptr);
   if (!e || !e->tile) return kTaskBadOp;
   if (e->arg_bytes != p.arg_bytes || p.tiles == 0 || p.tiles > GPUOS_MAX_TILES) return kTaskBadArgs;
   return kTaskOk;
@@ -439,7 +442,11 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
 
 }  // namespace gpuos::kern
 
-extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS)
+/// Blocks per SM the resident kernel is compiled for. Operators are called through the jump table, so
+/// the register count of the whole image is the maximum over every operator it contains: without this
+/// bound one heavy operator (the heap's control operator, or a user's) would cut the grid to one block
+/// per SM. With it, such an operator spills instead.
+extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOCKS_PER_SM)
     gpuos_main(const gpuos::abi::LaunchParams p) {
   using namespace gpuos::kern;
   __shared__ BlockShared sh;
@@ -454,6 +461,7 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS)
     s.start_head = s.head;
     if (atomicAdd(&s.running, 1u) != 0) s.overlaps += 1;
     for (uint32_t i = 0; i < gpuos::abi::kBoardSize; ++i) s.board[i] = 0;
+    gpuos_heap_of_launch = static_cast<gpuos::tlsf::Control*>(p.heap);
     __threadfence();
   }
   cooperative_groups::this_grid().sync();

@@ -477,6 +477,89 @@ GPUOS_HD inline uint64_t alloc_locked(char* base, Arena& a, uint64_t need, uint6
   return off;
 }
 
+/// Writes the header of a used block at `off` of `size` bytes whose physical predecessor is at `prev`
+/// (kNil at the start of an arena) (lock held).
+GPUOS_HD inline void write_piece(char* base, uint64_t off, uint64_t size, uint64_t prev) {
+  Hdr* h = hdr(base, off);
+  h->w0 = make_w0(off, size, 0);
+  h->prev = prev;
+}
+
+/// Serves requests first, first + 1, ... of a batch from arena `a` (lock held; 16-byte alignment; block
+/// sizes need(j), each a multiple of 16 and >= kMinBlock), in order, and returns the index of the first
+/// request it could not serve (n when all were). This is the aggregated allocation behind alloc_n and
+/// warp_alloc: request j gets a block by the ordinary TLSF search (its size rounded up to a class
+/// boundary, one find-first-set per level), and the requests after it are carved out of the rest of the
+/// same block for as long as they fit. The remainder becomes the free tail (or, if below kMinBlock, goes
+/// to the last piece). Each piece is an ordinary used block with its own boundary tag, freed on its own.
+/// So one search, one list removal and one split serve every request that fits the block: on a fresh
+/// or lightly used arena a warp's 32 requests cost one of each; in a fragmented arena request j goes to
+/// the best-fitting hole and only the requests that fit behind it share it, which keeps the good-fit
+/// placement (and the fragmentation) of one-by-one allocation. out(j, off) receives each block's header
+/// offset.
+template <class Need, class Out>
+GPUOS_HD inline uint32_t carve_locked(char* base, Arena& a, uint32_t first, uint32_t n, Need need, Out out) {
+  uint32_t j = first;
+  GPUOS_TLSF_NO_UNROLL
+  while (j < n) {
+    const uint64_t nj = need(j);
+    if (nj > a.end - a.begin) break;
+    uint64_t off = find_suitable(a, mapping_search(nj));
+    if (off == kNil) {
+      off = scan_fit(base, a, nj, kAlign);
+      if (off == kNil) break;
+    }
+    Hdr* h = hdr(base, off);
+    const uint64_t size = size_of(h->w0);
+    const uint64_t prev0 = h->prev;  // the block before a free block is used: prev-free bit stays clear
+    list_remove(base, a, off, size);
+    a.free_blocks -= 1;
+    a.free_bytes -= size;
+    uint64_t total = nj, last = nj;
+    uint32_t k = j + 1;
+    GPUOS_TLSF_NO_UNROLL
+    for (; k < n; ++k) {
+      const uint64_t nk = need(k);
+      if (nk > size - total) break;
+      total += nk;
+      last = nk;
+    }
+    const uint64_t last_off = off + total - last;
+    uint64_t extra = 0;
+    if (size - total >= kMinBlock) {
+      const uint64_t next = off + total, tail = size - total;
+      Hdr* t = hdr(base, next);
+      t->w0 = make_w0(next, tail, kFreeBit);
+      t->prev = last_off;
+      list_insert(base, a, next, tail);
+      a.free_blocks += 1;
+      a.free_bytes += tail;
+      if (next + tail < a.end) hdr(base, next + tail)->prev = next;  // prev-free bit already set
+    } else {
+      extra = size - total;
+      if (off + size < a.end) {
+        Hdr* nh = hdr(base, off + size);
+        nh->prev = last_off;
+        nh->w0 &= ~kPrevFreeBit;
+      }
+    }
+    uint64_t po = off, prev = prev0;
+    GPUOS_TLSF_NO_UNROLL
+    for (uint32_t m = j; m < k; ++m) {
+      const uint64_t nm = need(m);
+      write_piece(base, po, nm + (m + 1 == k ? extra : 0), prev);
+      out(m, po);
+      prev = po;
+      po += nm;
+    }
+    a.used_blocks += k - j;
+    a.used_bytes += total + extra;
+    a.allocs += k - j;
+    j = k;
+  }
+  return j;
+}
+
 /// Validates that `off` is the header of a live block of arena `a` (lock held). Boundary tags of the
 /// block and both neighbours must agree, so interior pointers, stale pointers and corrupted headers
 /// are refused.
@@ -506,24 +589,23 @@ GPUOS_HD inline Status validate_used(char* base, const Arena& a, uint64_t off) {
   return kOk;
 }
 
-/// Frees the block whose header is at `off` into arena `a` (lock held), coalescing immediately.
-GPUOS_HD inline Status free_locked(char* base, Arena& a, uint64_t off, bool checked) {
-  Hdr* h = hdr(base, off);
-  if (checked) {
-    const Status s = validate_used(base, a, off);
-    if (s != kOk) return s;
-  } else {
-    // Cheap sanity checks even unchecked: they catch the common double free and garbage pointers.
-    if (off + kMinBlock > a.end) return kForeign;
-    if (h->w0 == kPoison || (h->w0 & kFreeBit)) return kDoubleFree;
-    const uint64_t s = size_of(h->w0);
-    if (s < kMinBlock || s > a.end - off) return kForeign;
-  }
-  uint64_t size = size_of(h->w0);
-  a.used_blocks -= 1;
-  a.used_bytes -= size;
-  a.frees += 1;
+/// The checks a free makes before it changes anything (lock held): in checked mode every boundary tag
+/// involved (validate_used); unchecked, the cheap ones that catch the common double free and garbage.
+GPUOS_HD inline Status check_free(char* base, const Arena& a, uint64_t off, bool checked) {
+  if (checked) return validate_used(base, a, off);
+  if (off + kMinBlock > a.end) return kForeign;
+  const uint64_t w0 = hdr(base, off)->w0;
+  if (w0 == kPoison || (w0 & kFreeBit)) return kDoubleFree;
+  const uint64_t s = size_of(w0);
+  if (s < kMinBlock || s > a.end - off) return kForeign;
+  return kOk;
+}
 
+/// Turns the range [off, off + size) -- one used block, or a run of adjacent used blocks whose headers
+/// after the first are already poisoned -- into free space (lock held; the used counters are the
+/// caller's): coalesces at once with a free previous and a free next block and lists the result.
+GPUOS_HD inline void release_locked(char* base, Arena& a, uint64_t off, uint64_t size) {
+  Hdr* h = hdr(base, off);
   uint64_t prev = h->prev;
   if (h->w0 & kPrevFreeBit) {  // merge into the previous block
     Hdr* p = hdr(base, prev);
@@ -561,7 +643,34 @@ GPUOS_HD inline Status free_locked(char* base, Arena& a, uint64_t off, bool chec
     n->prev = off;
     n->w0 |= kPrevFreeBit;
   }
+}
+
+/// Frees the block whose header is at `off` into arena `a` (lock held), coalescing immediately.
+GPUOS_HD inline Status free_locked(char* base, Arena& a, uint64_t off, bool checked) {
+  const Status s = check_free(base, a, off, checked);
+  if (s != kOk) return s;
+  const uint64_t size = size_of(hdr(base, off)->w0);
+  a.used_blocks -= 1;
+  a.used_bytes -= size;
+  a.frees += 1;
+  release_locked(base, a, off, size);
   return kOk;
+}
+
+/// Frees a run of `count` adjacent used blocks [off, off + bytes) that were all validated (lock held):
+/// the headers after the first are poisoned (a stale pointer to them reads as a double free), then the
+/// run is released as one range, so k adjacent frees cost one coalescing step.
+GPUOS_HD inline void free_run_locked(char* base, Arena& a, uint64_t off, uint64_t bytes, uint64_t count) {
+  a.used_blocks -= count;
+  a.used_bytes -= bytes;
+  a.frees += count;
+  GPUOS_TLSF_NO_UNROLL
+  for (uint64_t o = off + size_of(hdr(base, off)->w0); o < off + bytes;) {
+    const uint64_t next = o + size_of(hdr(base, o)->w0);
+    hdr(base, o)->w0 = kPoison;
+    o = next;
+  }
+  release_locked(base, a, off, bytes);
 }
 
 /// Lock-free hint for fallback searches: could this arena have a block for the request? May be stale
@@ -897,6 +1006,11 @@ GPUOS_HD inline uint32_t alloc_n(Control* c, uint64_t bytes, uint64_t align, uin
     if (need > a.end - a.begin) continue;
     lock(a);
     while (got < n) {
+      if (align <= kAlign) {  // one search and one split for as many blocks as the found block holds
+        got = carve_locked(base, a, got, n, [need](uint32_t) { return need; },
+                           [&](uint32_t j, uint64_t off) { out[j] = base + off + kHeader; });
+        break;
+      }
       const uint64_t off = alloc_locked(base, a, need, align);
       if (off == kNil) break;
       out[got++] = base + off + kHeader;
@@ -939,7 +1053,9 @@ GPUOS_HD inline Status free(Control* c, void* p) {
 }
 
 /// Frees n blocks, taking each arena's lock once per run of consecutive pointers into that arena (the
-/// warp-aggregated free). status[i] (optional) receives each result. Returns the number freed.
+/// warp-aggregated free). Pointers to physically adjacent blocks that follow each other in ptrs[] (what
+/// a carved allocation hands out) are validated one by one and then released as one range: one
+/// coalescing step for the run. status[i] (optional) receives each result. Returns the number freed.
 GPUOS_HD inline uint32_t free_n(Control* c, void* const* ptrs, uint32_t n, Status* status = nullptr) {
   using namespace detail;
   if (!initialised(c)) {
@@ -950,6 +1066,15 @@ GPUOS_HD inline uint32_t free_n(Control* c, void* const* ptrs, uint32_t n, Statu
   char* base = base_of(c);
   Arena* held = nullptr;
   uint32_t freed = 0;
+  // The pending run: blocks [run_off, run_end) of arena `held`, all validated, none changed yet. It is
+  // released before any pointer that does not extend it is looked at, so a duplicate of a run member
+  // sees it free (a double free), never a block about to be freed twice.
+  uint64_t run_off = kNil, run_end = 0, run_count = 0;
+  auto flush = [&]() {
+    if (run_count != 0) free_run_locked(base, *held, run_off, run_end - run_off, run_count);
+    run_count = 0;
+    run_off = kNil;
+  };
   for (uint32_t i = 0; i < n; ++i) {
     Status s = kOk;
     if (ptrs[i] != nullptr) {
@@ -958,19 +1083,26 @@ GPUOS_HD inline uint32_t free_n(Control* c, void* const* ptrs, uint32_t n, Statu
       s = locate(c, ptrs[i], ai, off);
       if (s == kOk) {
         Arena* a = detail::arenas(c) + ai;
+        if (a != held || off != run_end) flush();
         if (a != held) {
           if (held) unlock(*held);
           lock(*a);
           held = a;
         }
-        s = free_locked(base, *a, off, checked);
-        freed += s == kOk;
+        s = check_free(base, *a, off, checked);
+        if (s == kOk) {
+          if (run_count == 0) run_off = off;
+          run_end = off + size_of(hdr(base, off)->w0);
+          run_count += 1;
+          freed += 1;
+        }
       }
       if (s == kForeign) count(c->bad_free);
       if (s == kDoubleFree) count(c->double_free);
     }
     if (status) status[i] = s;
   }
+  flush();
   if (held) unlock(*held);
   return freed;
 }
@@ -1012,12 +1144,10 @@ GPUOS_HD inline Stats stats(Control* c) {
   return s;
 }
 
-/// Invariant checker: walks every block of every arena (locking each in turn) and verifies the control
-/// header, that the arenas tile [0, pool_bytes), boundary tags, prev-physical links and prev-free bits,
-/// that no two free blocks are adjacent, that block sizes sum to each arena, that the free lists hold
-/// exactly the free blocks in the right classes with consistent links, that bitmaps match non-empty
-/// lists, and that the arena counters match the walk. O(blocks); for tests and debugging.
-GPUOS_HD inline CheckResult check(Control* c) {
+/// Invariant checker for arena i alone (locks it): its range continues the previous arena's (arena 0
+/// starts at 0, the last one ends at pool_bytes), the free-path lookup maps it to itself, and the walk
+/// of check_arena holds. Arenas can be checked in parallel (the device checker gives each its thread).
+GPUOS_HD inline CheckResult check_one(Control* c, uint32_t i) {
   using namespace detail;
   CheckResult r{};
   r.ok = true;
@@ -1030,25 +1160,49 @@ GPUOS_HD inline CheckResult check(Control* c) {
     fail(r, 0, 0, "bad arena count", c->small_arenas, c->has_large);
     return r;
   }
-  uint64_t expect_begin = 0;
-  GPUOS_TLSF_NO_UNROLL
-  for (uint32_t i = 0; i < arena_count(c); ++i) {
-    Arena& a = detail::arenas(c)[i];
-    if (a.begin != expect_begin) {
-      fail(r, i, a.begin, "arenas do not tile the pool", a.begin, expect_begin);
-      return r;
-    }
-    if (arena_of(c, a.begin) != i || arena_of(c, a.end - kAlign) != i) {
-      fail(r, i, a.begin, "arena lookup does not map the arena to itself");
-      return r;
-    }
-    lock(a);
-    const bool ok = check_arena(base_of(c), a, i, r);
-    unlock(a);
-    if (!ok) return r;
-    expect_begin = a.end;
+  if (i >= arena_count(c)) {
+    fail(r, i, 0, "no such arena", i, arena_count(c));
+    return r;
   }
-  if (expect_begin != c->pool_bytes) fail(r, 0, expect_begin, "arenas do not cover the pool", c->pool_bytes);
+  Arena& a = detail::arenas(c)[i];
+  const uint64_t expect_begin = i == 0 ? 0 : detail::arenas(c)[i - 1].end;
+  if (a.begin != expect_begin) {
+    fail(r, i, a.begin, "arenas do not tile the pool", a.begin, expect_begin);
+    return r;
+  }
+  if (i + 1 == arena_count(c) && a.end != c->pool_bytes) {
+    fail(r, i, a.end, "arenas do not cover the pool", c->pool_bytes);
+    return r;
+  }
+  if (a.end <= a.begin || a.end > c->pool_bytes) {
+    fail(r, i, a.begin, "bad arena bounds", a.begin, a.end);
+    return r;
+  }
+  if (arena_of(c, a.begin) != i || arena_of(c, a.end - kAlign) != i) {
+    fail(r, i, a.begin, "arena lookup does not map the arena to itself");
+    return r;
+  }
+  lock(a);
+  check_arena(base_of(c), a, i, r);
+  unlock(a);
+  return r;
+}
+
+/// Invariant checker: walks every block of every arena (locking each in turn) and verifies the control
+/// header, that the arenas tile [0, pool_bytes), boundary tags, prev-physical links and prev-free bits,
+/// that no two free blocks are adjacent, that block sizes sum to each arena, that the free lists hold
+/// exactly the free blocks in the right classes with consistent links, that bitmaps match non-empty
+/// lists, and that the arena counters match the walk. O(blocks); for tests and debugging.
+GPUOS_HD inline CheckResult check(Control* c) {
+  CheckResult r{};
+  r.ok = true;
+  r.message[0] = 0;
+  const uint32_t n = detail::initialised(c) ? arena_count(c) : 1;
+  GPUOS_TLSF_NO_UNROLL
+  for (uint32_t i = 0; i < n; ++i) {
+    r = check_one(c, i);
+    if (!r.ok) return r;
+  }
   return r;
 }
 
@@ -1062,54 +1216,167 @@ __device__ inline uint32_t sm_hint() {
   return r;
 }
 
-/// Warp-aggregated allocation: every active lane calls it with its own request. Lanes asking for the
-/// same (bytes, align) elect a leader, which serves all of them with one alloc_n (one lock round trip
-/// instead of up to 32); each lane gets its own block, which it may free on its own.
+/// Home-arena hint of a warp: 16 per SM (SM id x 16 + the low four bits of the warp's slot on the SM),
+/// so with up to 16 arenas per SM an SM's warps spread over arenas of their own, and with fewer,
+/// hint % arenas still spreads every SM's warps evenly over the arenas.
+__device__ inline uint32_t warp_hint() {
+  uint32_t w;
+  asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
+  return sm_hint() * 16u + (w & 15u);
+}
+
+namespace detail {
+/// Arena visiting order of a request (alloc_n's): [large,] home, home + 1, ..., home - 1[, large].
+GPUOS_HD inline uint32_t visit(uint32_t k, uint32_t home, uint32_t small, bool large_first) {
+  if (large_first) return k == 0 ? small : (home + k - 1) % small;
+  return k < small ? (home + k) % small : small;
+}
+
+/// Leader side of warp_alloc: serves a group's requests (block sizes needs[0..n), 16-byte alignment)
+/// arena by arena in alloc_n's order, one lock acquisition per arena visited, carve_locked in each.
+/// offs[r] receives the header offset of request r, or kNil. Returns how many were served.
+__device__ inline uint32_t serve_group(Control* c, const uint64_t* needs, uint32_t n, uint64_t max_need,
+                                       uint32_t hint, uint64_t* offs) {
+  char* base = base_of(c);
+  const uint32_t small = c->small_arenas, narenas = small + c->has_large;
+  const bool large_first = c->has_large && max_need >= c->large_threshold;
+  const uint32_t home = hint % small;
+  uint32_t got = 0;
+  GPUOS_TLSF_NO_UNROLL
+  for (uint32_t v = 0; v < narenas && got < n; ++v) {
+    Arena& a = arenas(c)[visit(v, home, small, large_first)];
+    if (v != 0 && !may_serve(a, needs[got])) continue;
+    lock(a);
+    got = carve_locked(base, a, got, n, [needs](uint32_t j) { return needs[j]; },
+                       [offs](uint32_t j, uint64_t off) { offs[j] = off; });
+    unlock(a);
+  }
+  for (uint32_t r = got; r < n; ++r) offs[r] = kNil;
+  if (got < n) count(c->failed_allocs, n - got);
+  return got;
+}
+}  // namespace detail
+
+/// Warp-aggregated allocation: every active lane calls it with its own request. The lanes asking for
+/// 16-byte alignment (any sizes) form one group; a leader gathers their sizes and serves them all under
+/// one lock acquisition per arena visited (serve_group / carve_locked: each search serves every request
+/// that fits the block found, so a warp's requests usually cost one search and one split), writing the
+/// blocks' headers itself, then hands each lane its pointer. Lanes asking for larger alignments are
+/// served per (bytes, align) group by alloc_n. Each lane gets its own ordinary block, which it may free
+/// on its own, from any thread. Null when the heap cannot serve the request (never a wait).
 __device__ inline void* warp_alloc(Control* c, uint64_t bytes, uint64_t align, uint32_t hint) {
+  using namespace detail;
   const unsigned active = __activemask();
-  const unsigned peers = __match_any_sync(active, bytes) & __match_any_sync(active, align);
-  const int leader = __ffs(peers) - 1;
   const unsigned lane = threadIdx.x & 31u;
-  const unsigned rank = __popc(peers & ((1u << lane) - 1u));
+  const unsigned below_me = (1u << lane) - 1u;
+  const bool fast = initialised(c) && is_pow2(align) && align <= kAlign && bytes <= kMaxRequest &&
+                    block_size_for(bytes) <= c->max_arena;
+  const unsigned group = __ballot_sync(active, fast);
+  void* mine = nullptr;
+  if (group != 0) {
+    const int leader = __ffs(group) - 1;
+    const bool is_leader = static_cast<int>(lane) == leader;
+    const uint32_t n = __popc(group), rank = __popc(group & below_me);
+    const uint64_t need = fast ? block_size_for(bytes) : 0;
+    uint64_t needs[32], offs[32];
+    uint64_t max_need = 0;
+    uint32_t r = 0;
+    for (unsigned m = group; m != 0; m &= m - 1) {
+      const uint64_t v = __shfl_sync(active, need, __ffs(m) - 1);
+      if (is_leader) {
+        needs[r++] = v;
+        max_need = v > max_need ? v : max_need;
+      }
+    }
+    if (is_leader) serve_group(c, needs, n, max_need, hint, offs);
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint64_t off = __shfl_sync(active, is_leader ? offs[k] : 0ull, leader);
+      if (fast && k == rank && off != kNil) mine = base_of(c) + off + kHeader;
+    }
+  }
+  if (group == active) return mine;
+  // Alignment above 16, or a request that fails anyway: per (bytes, align) group, block by block.
+  const unsigned slow = active & ~group;
+  if (fast) return mine;
+  const unsigned peers = __match_any_sync(slow, bytes) & __match_any_sync(slow, align);
+  const int leader = __ffs(peers) - 1;
+  const bool is_leader = static_cast<int>(lane) == leader;
+  const unsigned rank = __popc(peers & below_me);
   const unsigned n = __popc(peers);
   void* got[32];
-  if (static_cast<int>(lane) == leader) alloc_n(c, bytes, align, hint, n, got);
-  void* mine = nullptr;
+  if (is_leader) alloc_n(c, bytes, align, hint, n, got);
   for (unsigned i = 0; i < n; ++i) {
     const unsigned long long v =
-        __shfl_sync(peers, static_cast<int>(lane) == leader ? reinterpret_cast<unsigned long long>(got[i]) : 0ull,
-                    leader);
+        __shfl_sync(peers, is_leader ? reinterpret_cast<unsigned long long>(got[i]) : 0ull, leader);
     if (i == rank) mine = reinterpret_cast<void*>(v);
   }
   return mine;
 }
 
-/// Warp-aggregated free: lanes whose blocks live in the same arena elect a leader, which frees them all
-/// under one lock. Returns this lane's status.
+/// Warp-aggregated free: lanes whose blocks live in the same arena form a group. The leader takes the
+/// arena's lock once; the lanes validate their own blocks in parallel (checked mode: every boundary tag
+/// involved; a pointer freed twice within the group is a double free); lanes whose block directly
+/// follows the previous lane's valid block poison their header; the leader releases each run of adjacent
+/// blocks as one range (free_run_locked's effect, one coalescing step per run). Returns this lane's
+/// status; errors are counted as by free().
 __device__ inline Status warp_free(Control* c, void* p) {
+  using namespace detail;
   const unsigned active = __activemask();
   uint32_t ai = 0xffffffffu;
   uint64_t off = 0;
-  if (p != nullptr && detail::initialised(c) && detail::locate(c, p, ai, off) != kOk) ai = 0xfffffffeu;
+  if (p != nullptr && initialised(c) && locate(c, p, ai, off) != kOk) ai = 0xfffffffeu;
   const unsigned peers = __match_any_sync(active, ai);
-  if (ai >= 0xfffffffeu) return free(c, p);  // null or foreign: no lock to share
+  if (ai >= 0xfffffffeu) return free(c, p);  // null, foreign or no heap: no lock to share
   const int leader = __ffs(peers) - 1;
   const unsigned lane = threadIdx.x & 31u;
-  void* ptrs[32];
-  Status st[32];
-  unsigned n = 0;
-  for (unsigned m = peers; m != 0; m &= m - 1) {
+  const bool is_leader = static_cast<int>(lane) == leader;
+  char* base = base_of(c);
+  Arena& a = arenas(c)[ai];
+  const bool checked = (load_relaxed(c->flags) & kChecked) != 0;
+  const unsigned dup = __match_any_sync(peers, off);
+  if (is_leader) lock(a);
+  __syncwarp(peers);
+  // Every validation reads the heap before any lane changes it.
+  Status s = static_cast<int>(lane) != __ffs(dup) - 1 ? kDoubleFree : check_free(base, a, off, checked);
+  const uint64_t size = s == kOk ? size_of(hdr(base, off)->w0) : 0;
+  const unsigned ok = __ballot_sync(peers, s == kOk);
+  // A valid block continues a run when the previous valid lane's block ends where it starts.
+  const unsigned below = ok & ((1u << lane) - 1u);
+  const int prev_lane = below ? 31 - __clz(below) : lane;
+  const uint64_t prev_end = __shfl_sync(peers, off + size, prev_lane);
+  const bool joins = s == kOk && below != 0 && prev_end == off;
+  __syncwarp(peers);
+  if (joins) hdr(base, off)->w0 = kPoison;
+  const unsigned heads = __ballot_sync(peers, s == kOk && !joins);
+  __syncwarp(peers);  // the poison writes before the leader's release and unlock
+  // The leader releases the runs; all lanes walk the valid lanes together for the shuffles.
+  uint64_t run_off = 0, run_bytes = 0, freed_bytes = 0;
+  for (unsigned m = ok; m != 0; m &= m - 1) {
     const int src = __ffs(m) - 1;
-    ptrs[n++] = reinterpret_cast<void*>(__shfl_sync(peers, reinterpret_cast<unsigned long long>(p), src));
+    const uint64_t o = __shfl_sync(peers, off, src), z = __shfl_sync(peers, size, src);
+    if (is_leader) {
+      if ((heads >> src) & 1u) {
+        if (run_bytes) release_locked(base, a, run_off, run_bytes);
+        run_off = o;
+        run_bytes = 0;
+      }
+      run_bytes += z;
+      freed_bytes += z;
+    }
   }
-  if (static_cast<int>(lane) == leader) free_n(c, ptrs, n, st);
-  const unsigned rank = __popc(peers & ((1u << lane) - 1u));
-  Status mine = kOk;
-  for (unsigned i = 0; i < n; ++i) {
-    const uint32_t v = __shfl_sync(peers, static_cast<int>(lane) == leader ? static_cast<uint32_t>(st[i]) : 0u, leader);
-    if (i == rank) mine = static_cast<Status>(v);
+  if (is_leader) {
+    if (run_bytes) release_locked(base, a, run_off, run_bytes);
+    const unsigned k = __popc(ok);
+    a.used_blocks -= k;
+    a.used_bytes -= freed_bytes;
+    a.frees += k;
+    __threadfence();
+    unlock(a);
   }
-  return mine;
+  __syncwarp(peers);
+  if (s == kForeign) count(c->bad_free);
+  if (s == kDoubleFree) count(c->double_free);
+  return s;
 }
 #endif
 

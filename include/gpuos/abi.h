@@ -39,10 +39,15 @@ using std::uint64_t;
 #endif
 
 /// Bumped on any change to a layout in this file; the image and the host must agree.
-#define GPUOS_ABI_VERSION 2u
+#define GPUOS_ABI_VERSION 3u
 
 /// Threads per block of the resident kernel; every operator tile runs on exactly this many threads.
 #define GPUOS_BLOCK_THREADS 256u
+/// Blocks of the resident kernel per SM the register budget is sized for (__launch_bounds__), and the
+/// registers per thread that allows: every function the kernel can call (built-ins and operators linked
+/// into a generation) is compiled within it.
+#define GPUOS_MIN_BLOCKS_PER_SM 5u
+#define GPUOS_MAX_REGISTERS 48u
 /// Dynamic shared memory every tile may use (TileCtx::smem).
 #define GPUOS_TILE_SMEM_BYTES 8192u
 /// Largest argument struct an operator may take (inline in the ring slot).
@@ -54,6 +59,9 @@ using std::uint64_t;
 /// Operator id of a control task: not an operator, an instruction to the front end, applied in ticket
 /// order (ControlArgs). Never a valid jump-table index.
 #define GPUOS_OP_CONTROL 0xFFFFu
+/// Operator id reserved for the runtime's heap requests (HeapCtlArgs). The scheduler serves it from its
+/// own code whatever the jump table holds; the host refuses it in user submissions.
+#define GPUOS_OP_HEAP_CTL (GPUOS_MAX_OPS - 1u)
 
 namespace gpuos::abi {
 using namespace gpuos::abi_std;
@@ -191,10 +199,67 @@ struct LaunchParams {
   uint64_t run_id;
   uint32_t log2_capacity;
   uint32_t abi_version;
+  /// The heap's control block (device memory, a gpuos::tlsf::Control initialised by the host at boot,
+  /// pool included); nullptr when the runtime has no heap. Like the rest, it outlives every launch.
+  void* heap;
+};
+
+// ---- heap requests of the host (operator GPUOS_OP_HEAP_CTL) ------------------------------------
+/// What a heap request asks.
+enum HeapCmd : uint32_t {
+  kHeapAlloc = 1,  ///< a = bytes, b = alignment; reply: ptr, status
+  kHeapFree = 2,   ///< a = pointer; reply: status
+  kHeapStats = 3,  ///< reply: stats
+  kHeapCheck = 4,  ///< reply: check_ok, check_arena, check_offset, message (invariant checker)
+};
+
+/// Arguments of a heap request (inline in the ring slot).
+struct HeapCtlArgs {
+  uint32_t cmd;  ///< HeapCmd
+  uint32_t reserved;
+  uint64_t a;
+  uint64_t b;
+  uint64_t reply;  ///< address of a HeapReply in mapped host memory
+};
+
+/// Heap statistics as the device reports them (see gpuos::tlsf::Stats).
+struct HeapStats {
+  uint64_t pool_bytes;
+  uint64_t used_bytes;  ///< headers included
+  uint64_t free_bytes;  ///< headers included
+  uint64_t largest_free;
+  uint64_t used_blocks;
+  uint64_t free_blocks;
+  uint64_t allocs;
+  uint64_t frees;
+  uint64_t failed_allocs;
+  uint64_t bad_align;
+  uint64_t too_large;
+  uint64_t bad_free;
+  uint64_t double_free;
+  double fragmentation;
+  uint32_t arenas;  ///< small arenas + the large one
+  uint32_t checked; ///< 1 in checked mode
+  uint64_t reserved;
+};
+
+/// The answer to a heap request (mapped host memory; the device writes it before the task's
+/// completion record, whose system-scope release orders it).
+struct alignas(128) HeapReply {
+  uint64_t ptr;
+  uint32_t status;  ///< gpuos::tlsf::Status
+  uint32_t reserved;
+  HeapStats stats;
+  uint32_t check_ok;
+  uint32_t check_arena;
+  uint64_t check_offset;
+  char message[200];
 };
 
 // ---- layout pins --------------------------------------------------------------------------------
 static_assert(sizeof(Chunk) == 16 && alignof(Chunk) == 16);
+static_assert(GPUOS_MAX_REGISTERS * GPUOS_BLOCK_THREADS * GPUOS_MIN_BLOCKS_PER_SM <= 65536u,
+              "the register budget must fit GPUOS_MIN_BLOCKS_PER_SM blocks in an SM's register file");
 static_assert(sizeof(Slot) == kSlotBytes && alignof(Slot) == 128);
 static_assert(sizeof(Payload) == kPayloadBytes);
 #if !defined(__CUDACC_RTC__)  // NVRTC's offsetof is not a constant expression; nvcc and host check these
@@ -208,8 +273,13 @@ static_assert(offsetof(DeviceState, claim) == 128 && offsetof(DeviceState, close
 static_assert(offsetof(DeviceState, board) == 384);
 static_assert(offsetof(DeviceState, alias) == 896 && sizeof(DeviceState) == 1408);
 static_assert(sizeof(ControlArgs) == 8);
+static_assert(offsetof(LaunchParams, heap) == 56);
+static_assert(offsetof(HeapReply, stats) == 16 && offsetof(HeapReply, message) == 160);
 #endif
-static_assert(sizeof(LaunchParams) == 56);
+static_assert(sizeof(LaunchParams) == 64);
+static_assert(sizeof(HeapCtlArgs) == 32 && sizeof(HeapCtlArgs) <= GPUOS_MAX_ARG_BYTES);
+static_assert(sizeof(HeapStats) == 128);
+static_assert(sizeof(HeapReply) == 384 && alignof(HeapReply) == 128);
 
 // ---- slot encoding (host writes, device and tests read) -----------------------------------------
 /// Stamp of a ticket: the ring lap plus one, so zeroed memory never looks ready and the previous

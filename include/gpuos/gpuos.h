@@ -55,7 +55,17 @@ typedef struct gpuos_options {
   uint32_t queue_capacity; /* ring slots, a power of two in [64, 2^22]; default 65536 */
   uint32_t blocks_per_sm;  /* 0 = as many as the occupancy calculator allows */
   uint32_t reserved[3];
+  /* The device heap (gpuos_alloc, gpuos::dev::malloc): device memory allocated at boot that lives as long
+   * as the runtime, across suspend/resume. 0 = no heap; otherwise at least 1 MiB. Default 256 MiB. */
+  uint64_t heap_bytes;
+  uint32_t heap_arenas; /* independently locked parts of the heap (<= 4096); 0 = automatic: 8 per SM,
+                         * each at least 1 MiB. A quarter of heaps >= 16 MiB is one more, large arena. */
+  uint32_t heap_flags;  /* GPUOS_HEAP_* */
 } gpuos_options;
+
+/* heap_flags: verify every free against the boundary tags of the block and its neighbours, so that
+ * interior, stale and foreign pointers are refused (and counted) instead of being undefined behaviour. */
+#define GPUOS_HEAP_CHECKED 1u
 
 GPUOS_API void gpuos_options_init(gpuos_options* opts);
 
@@ -121,6 +131,50 @@ GPUOS_API gpuos_status gpuos_resume(gpuos_runtime* rt);
  * diagnosis and bug reports; safe while the kernel runs. *needed (if not NULL) receives the full length
  * + 1. */
 GPUOS_API gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed);
+/* ---- the device heap ----------------------------------------------------------------------------
+ * A TLSF allocator over device memory, served by the resident kernel (the host never touches its
+ * metadata): each call below is one round trip through the ring. The pointers are ordinary device
+ * memory: use them with CUDA copies, as operator arguments, and from operators (gpuos::dev::malloc /
+ * free in gpuos/op.cuh share the same heap). Blocks survive suspend/resume. These calls fail with
+ * GPUOS_ERR_UNAVAILABLE when the runtime has no heap (heap_bytes = 0), is suspended or shut down. */
+
+/* Allocates `bytes` aligned to `align` (a power of two; 0 or <= 16 means 16). *out = NULL on failure.
+ * GPUOS_ERR_OUT_OF_MEMORY: no part of the heap has a free block that large (the call returns at once,
+ * it never waits for memory); GPUOS_ERR_INVALID_ARG: align is not a power of two. bytes = 0 gives a
+ * unique minimal block. Thread-safe. */
+GPUOS_API gpuos_status gpuos_alloc(gpuos_runtime* rt, size_t bytes, size_t align, void** out);
+
+/* Returns a block to the heap. NULL is a no-op. GPUOS_ERR_INVALID_ARG (nothing changes, the heap
+ * counts it): a double free, or a pointer the heap did not hand out (in checked mode also interior and
+ * stale pointers; without it such pointers are undefined behaviour). Thread-safe. */
+GPUOS_API gpuos_status gpuos_free(gpuos_runtime* rt, void* p);
+
+typedef struct gpuos_heap_stats {
+  uint64_t pool_bytes;
+  uint64_t used_bytes;    /* bytes of used blocks, 16-byte headers included */
+  uint64_t free_bytes;
+  uint64_t largest_free;  /* biggest free block (header included) */
+  uint64_t used_blocks;
+  uint64_t free_blocks;
+  uint64_t allocs;        /* successful allocations so far (host and device) */
+  uint64_t frees;
+  uint64_t failed_allocs; /* allocations that returned NULL / an error */
+  uint64_t bad_align;     /* ... of which alignment not a power of two */
+  uint64_t too_large;     /* ... of which larger than any part of the heap */
+  uint64_t bad_free;      /* frees refused: not a block of the heap */
+  uint64_t double_free;   /* frees refused: already free */
+  double fragmentation;   /* 1 - sum over arenas of largest free block / free bytes; 0 = unfragmented */
+  uint32_t arenas;
+  uint32_t checked;       /* 1 when GPUOS_HEAP_CHECKED is on */
+} gpuos_heap_stats;
+
+/* Heap statistics (one round trip; each arena is read under its lock). */
+GPUOS_API gpuos_status gpuos_heap_get_stats(gpuos_runtime* rt, gpuos_heap_stats* out);
+
+/* Runs the invariant checker on the device heap (every block of every arena: boundary tags, links,
+ * free lists, bitmaps, counters). GPUOS_OK if it holds, else GPUOS_ERR_INTERNAL with the first violation
+ * in gpuos_last_error(). O(blocks): for tests and debugging. */
+GPUOS_API gpuos_status gpuos_heap_check(gpuos_runtime* rt);
 
 typedef struct gpuos_device_info {
   char name[256];

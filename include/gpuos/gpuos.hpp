@@ -97,7 +97,14 @@ struct Options : gpuos_options {
   Options& with_device(int d) { device = d; return *this; }
   Options& with_sm_budget(std::uint32_t s) { sm_budget = s; return *this; }
   Options& with_queue_capacity(std::uint32_t c) { queue_capacity = c; return *this; }
+  Options& with_heap(std::uint64_t bytes, std::uint32_t flags = 0) {
+    heap_bytes = bytes;
+    heap_flags = flags;
+    return *this;
+  }
 };
+
+using HeapStats = gpuos_heap_stats;
 
 /// Owns a running resident kernel on one GPU.
 class Runtime {
@@ -232,6 +239,36 @@ class Runtime {
     detail::check(gpuos_list_ops(rt_, v.data(), v.size(), &n));
     v.resize(std::min(n, v.size()));
     return v;
+  }
+
+  /// Allocates device memory from the runtime's heap (served by the resident kernel). Throws Error
+  /// (GPUOS_ERR_OUT_OF_MEMORY when the heap cannot serve it, GPUOS_ERR_INVALID_ARG for an alignment that
+  /// is not a power of two).
+  void* alloc(std::size_t bytes, std::size_t align = 16) {
+    void* p = nullptr;
+    detail::check(gpuos_alloc(rt_, bytes, align, &p));
+    return p;
+  }
+  template <class T>
+  T* alloc_array(std::size_t n) {
+    return static_cast<T*>(alloc(n * sizeof(T), alignof(T) > 16 ? alignof(T) : 16));
+  }
+  /// Returns a block to the heap; throws Error (GPUOS_ERR_INVALID_ARG) on a double or foreign free.
+  void free(void* p) { detail::check(gpuos_free(rt_, p)); }
+  HeapStats heap_stats() const {
+    HeapStats s{};
+    detail::check(gpuos_heap_get_stats(rt_, &s));
+    return s;
+  }
+  /// Runs the heap's invariant checker on the device; false (and the violation in *why) if it fails.
+  bool heap_check(std::string* why = nullptr) const {
+    const Status s = gpuos_heap_check(rt_);
+    if (s == GPUOS_ERR_INTERNAL) {
+      if (why) *why = gpuos_last_error();
+      return false;
+    }
+    detail::check(s);
+    return true;
   }
 
   gpuos_runtime* handle() const noexcept { return rt_; }

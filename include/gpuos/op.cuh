@@ -57,6 +57,35 @@ struct OpEntry {
   unsigned int flags;
 };
 
+}  // namespace gpuos
+
+// ---- the device heap --------------------------------------------------------------------------------
+// Defined by the resident kernel's image (kernel/heap_ops.cuh), so an operator compiled later with NVRTC
+// and linked into the same image with nvJitLink reaches them too. Use gpuos::dev::malloc / free.
+extern "C" __device__ void* gpuos_dev_malloc(unsigned long long bytes, unsigned long long align);
+extern "C" __device__ unsigned int gpuos_dev_free(void* p);
+
+namespace gpuos::dev {
+
+/// Allocates `bytes` from the runtime's heap (gpuos_options.heap_bytes), aligned to `align` (a power of
+/// two; up to 16 costs nothing extra). Returns nullptr when the heap cannot serve it, when `align` is not
+/// a power of two (both counted in the heap's stats) and when the runtime has no heap; it never waits
+/// for memory. Any thread of any tile may call it; calls of one warp are served together (one lock
+/// acquisition for the warp's requests of alignment <= 16). bytes == 0 returns a unique block.
+/// The block outlives the task: free it from any later task (or from the host with gpuos_free).
+__device__ inline void* malloc(unsigned long long bytes, unsigned long long align = 16) {
+  return gpuos_dev_malloc(bytes, align);
+}
+
+/// Returns a block to the heap; nullptr is a no-op. A pointer the heap did not hand out, or one already
+/// freed, changes nothing and is counted (bad_free / double_free); in checked mode
+/// (GPUOS_HEAP_CHECKED) this holds for interior and stale pointers as well. Returns 0 on success, else
+/// the refusal's code (5 foreign pointer, 6 double free, 7 no heap).
+__device__ inline unsigned int free(void* p) { return gpuos_dev_free(p); }
+
+}  // namespace gpuos::dev
+
+namespace gpuos {
 namespace detail {
 template <class Args, class Fn>
 inline constexpr bool tile_signature_ok =

@@ -51,6 +51,18 @@ std::vector<float> DeviceBuffer::download(size_t count, size_t offset) const {
   return h;
 }
 
+void copy_to_device(void* dst, const void* src, size_t bytes) {
+  use_device();
+  GPUOS_CU_TRY(detail::drv().cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, copy_stream()));
+  GPUOS_CU_TRY(detail::drv().cuStreamSynchronize(copy_stream()));
+}
+
+void copy_to_host(void* dst, const void* src, size_t bytes) {
+  use_device();
+  GPUOS_CU_TRY(detail::drv().cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, copy_stream()));
+  GPUOS_CU_TRY(detail::drv().cuStreamSynchronize(copy_stream()));
+}
+
 std::vector<float> random_floats(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);

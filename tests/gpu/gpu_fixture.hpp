@@ -33,6 +33,11 @@ class DeviceBuffer {
   size_t n_ = 0;
 };
 
+/// Copies between host memory and any device pointer (e.g. a block of the gpuos heap), on a
+/// non-blocking stream, synchronously.
+void copy_to_device(void* dst, const void* src, size_t bytes);
+void copy_to_host(void* dst, const void* src, size_t bytes);
+
 /// Deterministic random floats in [-1, 1).
 std::vector<float> random_floats(size_t n, uint64_t seed);
 

@@ -81,3 +81,35 @@ TEST_CASE("tile counts of the built-ins") {
   CHECK(gpuos_tiles_for(GPUOS_ELEMS_PER_TILE + 1) == 2);
   CHECK(gpuos_tiles_for(64ull << 20) == 16384);
 }
+
+TEST_CASE("heap requests: the reserved operator id, the request in a slot, the reply's layout") {
+  CHECK(GPUOS_ABI_VERSION == 3u);
+  CHECK(GPUOS_OP_HEAP_CTL == GPUOS_MAX_OPS - 1);
+  CHECK(GPUOS_OP_HEAP_CTL >= GPUOS_BUILTIN_OP_COUNT);
+  CHECK(sizeof(LaunchParams) == 64);
+  CHECK(offsetof(LaunchParams, heap) == 56);
+  CHECK(sizeof(HeapCtlArgs) <= GPUOS_MAX_ARG_BYTES);
+  // A request survives the slot encoding like any other payload.
+  Payload p;
+  std::memset(&p, 0, sizeof(p));
+  p.op = GPUOS_OP_HEAP_CTL;
+  p.arg_bytes = sizeof(HeapCtlArgs);
+  p.tiles = 1;
+  const HeapCtlArgs a{kHeapAlloc, 0, 4096, 256, 0x7f0000001000ull};
+  std::memcpy(p.args, &a, sizeof(a));
+  Slot s;
+  encode_slot(p, stamp_of(9, 6), s);
+  Payload q;
+  REQUIRE(decode_slot(s, stamp_of(9, 6), q));
+  HeapCtlArgs b;
+  std::memcpy(&b, q.args, sizeof(b));
+  CHECK(q.op == GPUOS_OP_HEAP_CTL);
+  CHECK(b.cmd == kHeapAlloc);
+  CHECK(b.a == 4096);
+  CHECK(b.b == 256);
+  CHECK(b.reply == 0x7f0000001000ull);
+  CHECK(sizeof(HeapReply) == 384);
+  CHECK(offsetof(HeapReply, stats) == 16);
+  CHECK(offsetof(HeapReply, check_ok) == 144);
+  CHECK(offsetof(HeapReply, message) == 160);
+}

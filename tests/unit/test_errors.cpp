@@ -37,6 +37,35 @@ TEST_CASE("options: defaults and validation before any device is touched") {
   CHECK(std::string(gpuos_last_error()).find("struct_size") != std::string::npos);
 }
 
+TEST_CASE("options: the heap's defaults and validation") {
+  gpuos_options o;
+  gpuos_options_init(&o);
+  CHECK(o.heap_bytes == (256ull << 20));
+  CHECK(o.heap_arenas == 0);
+  CHECK(o.heap_flags == 0);
+  gpuos_runtime* rt = nullptr;
+  o.heap_bytes = 1000;  // neither 0 nor >= 1 MiB
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+  CHECK(std::string(gpuos_last_error()).find("heap_bytes") != std::string::npos);
+  gpuos_options_init(&o);
+  o.heap_arenas = 5000;
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+  CHECK(std::string(gpuos_last_error()).find("heap_arenas") != std::string::npos);
+  gpuos_options_init(&o);
+  o.heap_flags = 6;
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+  CHECK(std::string(gpuos_last_error()).find("heap_flags") != std::string::npos);
+  CHECK(rt == nullptr);
+  // The heap calls refuse a NULL handle or output.
+  void* p = reinterpret_cast<void*>(0x1);
+  CHECK(gpuos_alloc(nullptr, 16, 16, &p) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_alloc(reinterpret_cast<gpuos_runtime*>(0x1), 16, 16, nullptr) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_free(nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
+  gpuos_heap_stats hs;
+  CHECK(gpuos_heap_get_stats(nullptr, &hs) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_heap_check(nullptr) == GPUOS_ERR_INVALID_ARG);
+}
+
 TEST_CASE("NULL handles and outputs are rejected, not dereferenced") {
   uint64_t t = 0;
   gpuos_task task{};

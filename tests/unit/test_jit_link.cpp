@@ -89,6 +89,40 @@ TEST_CASE("jit link: the real resident kernel links with built-ins and a run-tim
   CHECK(elf_defines_symbol(r.cubin, "gpuos_op_scale_entry"));
 }
 
+TEST_CASE("jit link: a run-time operator that uses gpuos::dev::malloc / free links against the real kernel") {
+  // op.cuh declares the heap functions; NVRTC compiles the call, nvJitLink resolves it against the
+  // definitions in the resident kernel's object. Against the stand-in scheduler it is an undefined symbol.
+  const std::string src =
+      "#include \"gpuos/op.cuh\"\n"
+      "struct keep_args { void** out; unsigned long long bytes; };\n"
+      "__device__ void keep_fn(const keep_args& a, const gpuos::TileCtx& c) {\n"
+      "  void* p = gpuos::dev::malloc(a.bytes, 64);\n"
+      "  if (p) static_cast<unsigned char*>(p)[0] = 1;\n"
+      "  a.out[c.tile * blockDim.x + threadIdx.x] = p;\n"
+      "  if (c.tiles == 0) gpuos::dev::free(p);\n"
+      "}\n"
+      "GPUOS_OPERATOR(keep, keep_args, keep_fn)\n";
+  const CompileResult op = compile("keep.cu", src, copts());
+  INFO(op.error_text());
+  REQUIRE(op.ok());
+  const std::vector<char> kernel = read_bytes(kernel_object());
+  ImageSpec s;
+  s.base.push_back({InputKind::object, kernel, "gpuos_kernel"});
+  s.base_operators = {"nop", "fill", "copy", "add", "mul", "axpy", "sum"};
+  for (unsigned i = 0; i < s.base_operators.size(); ++i) s.table.push_back({i, s.base_operators[i]});
+  s.units = {&op};
+  s.table.push_back({GPUOS_BUILTIN_OP_COUNT, "keep"});
+  const ImageResult r = build_image(s, lopts());
+  INFO(r.error);
+  REQUIRE(r.ok);
+  CHECK(elf_defines_symbol(r.cubin, "gpuos_op_keep_entry"));
+  CHECK(elf_defines_symbol(r.cubin, "gpuos_heap_layout"));
+
+  const ImageResult stub = build_image(spec_with({&op}, {{0, "keep"}}), lopts());
+  CHECK_FALSE(stub.ok);
+  CHECK(contains(stub.error, "gpuos_dev_malloc"));
+}
+
 TEST_CASE("jit link: the Linker steps one by one") {
   const std::vector<TableEntry> table = {{1, "scale"}};
   const CompileResult t = compile_table(table, copts());

@@ -727,6 +727,123 @@ TEST_CASE("tlsf: alloc_n serves a warp's worth under one lock; free_n frees mixe
   require_empty(c);
 }
 
+TEST_CASE("tlsf: carved batches are ordinary adjacent blocks; free_n releases runs and still catches misuse") {
+  for (const uint32_t flags : {0u, static_cast<uint32_t>(tlsf::kChecked)}) {
+    CAPTURE(flags);
+    tlsf::Options opt;
+    opt.flags = flags;
+    Heap h(4 * MiB, 1, opt);
+    tlsf::Control* c = h.c();
+    void* out[32];
+    REQUIRE(tlsf::alloc_n(c, 40, 16, 0, 32, out) == 32);
+    const uint64_t step = tlsf::detail::block_size_for(40);  // 64
+    for (int j = 0; j < 32; ++j) {
+      if (j > 0) CHECK(offset_in(h, out[j]) - offset_in(h, out[j - 1]) == step);  // one carved run
+      CHECK(tlsf::usable_size(c, out[j]) == step - tlsf::kHeader);
+      stamp(out[j], 40, 1000 + j);
+    }
+    require_valid(c);
+    tlsf::Stats s = tlsf::stats(c);
+    CHECK(s.used_blocks == 32);
+    CHECK(s.allocs == 32);
+    CHECK(s.free_blocks == 1);  // the tail
+    // One piece freed on its own, the rest as a batch with a duplicate and that stale pointer in it.
+    CHECK(tlsf::free(c, out[10]) == tlsf::kOk);
+    std::vector<void*> batch;
+    for (int j = 0; j < 32; ++j) {
+      if (j != 10) batch.push_back(out[j]);
+      if (j == 3) batch.push_back(out[3]);    // freed twice in one batch (right after itself)
+      if (j == 20) batch.push_back(out[10]);  // already freed
+    }
+    for (int j = 0; j < 32; ++j) {
+      if (j != 10) CHECK(stamp_ok(out[j], 40, 1000 + j));
+    }
+    std::vector<tlsf::Status> st(batch.size());
+    CHECK(tlsf::free_n(c, batch.data(), static_cast<uint32_t>(batch.size()), st.data()) == 31);
+    CHECK(std::count(st.begin(), st.end(), tlsf::kDoubleFree) == 2);
+    CHECK(st[4] == tlsf::kDoubleFree);   // the second out[3]
+    s = tlsf::stats(c);
+    CHECK(s.double_free == 2);
+    CHECK(s.frees == 32);
+    require_empty(c);
+    // Stale pointers into a released run read as double frees (poisoned or free headers).
+    CHECK(tlsf::free(c, out[7]) == tlsf::kDoubleFree);
+    CHECK(tlsf::free(c, out[0]) == tlsf::kDoubleFree);
+    require_empty(c);
+  }
+}
+
+TEST_CASE("tlsf: random carved batches and run frees in any order keep every invariant") {
+  Heap h(32 * MiB, 2);
+  tlsf::Control* c = h.c();
+  Rng rng(77);
+  LiveSet live;
+  std::vector<Live> pool_of_live;
+  uint64_t next_tag = 1;
+  for (int round = 0; round < 400; ++round) {
+    const uint32_t n = 1 + static_cast<uint32_t>(rng.below(64));
+    const uint64_t bytes = rng.log_uniform(1, 8192);
+    std::vector<void*> out(n);
+    const uint32_t got = tlsf::alloc_n(c, bytes, 16, static_cast<uint32_t>(rng.below(2)), n, out.data());
+    for (uint32_t i = 0; i < got; ++i) {
+      REQUIRE(out[i] != nullptr);
+      REQUIRE(aligned(out[i], 16));
+      const Live b{static_cast<char*>(out[i]), bytes, next_tag++};
+      REQUIRE(live.add(b));
+      stamp(b.p, b.bytes, b.tag);
+    }
+    // Free a random batch: sometimes the newest blocks in order (whole runs), sometimes shuffled.
+    const size_t k = live.size() > 0 ? rng.below(std::min<size_t>(live.size(), 96) + 1) : 0;
+    std::vector<Live> victims;
+    for (size_t i = 0; i < k; ++i) victims.push_back(live.take(rng.below(live.size())));
+    if (rng.below(2)) {
+      std::sort(victims.begin(), victims.end(), [](const Live& a, const Live& b) { return a.p < b.p; });
+    }
+    std::vector<void*> ptrs;
+    for (const Live& v : victims) {
+      REQUIRE(stamp_ok(v.p, v.bytes, v.tag));
+      ptrs.push_back(v.p);
+    }
+    CHECK(tlsf::free_n(c, ptrs.data(), static_cast<uint32_t>(ptrs.size())) == ptrs.size());
+    if (round % 20 == 0) require_valid(c);
+  }
+  std::vector<void*> rest;
+  while (live.size() > 0) {
+    const Live b = live.take(0);
+    REQUIRE(stamp_ok(b.p, b.bytes, b.tag));
+    rest.push_back(b.p);
+  }
+  std::sort(rest.begin(), rest.end());
+  CHECK(tlsf::free_n(c, rest.data(), static_cast<uint32_t>(rest.size())) == rest.size());
+  require_empty(c);
+}
+
+TEST_CASE("tlsf: a batch that no single free block can hold is served block by block") {
+  Heap h(1 * MiB, 1);
+  tlsf::Control* c = h.c();
+  // Fill with 1 KiB blocks, then free every other one: holes of one block each.
+  std::vector<void*> all;
+  for (;;) {
+    void* p = tlsf::alloc(c, 1000, 16, 0);
+    if (!p) break;
+    all.push_back(p);
+  }
+  REQUIRE(all.size() > 100);
+  std::vector<void*> odd;
+  for (size_t i = 1; i < all.size(); i += 2) odd.push_back(all[i]);
+  CHECK(tlsf::free_n(c, odd.data(), static_cast<uint32_t>(odd.size())) == odd.size());
+  require_valid(c);
+  void* out[16];
+  CHECK(tlsf::alloc_n(c, 1000, 16, 0, 16, out) == 16);  // 16 holes, none big enough for two
+  for (int j = 1; j < 16; ++j) CHECK(offset_in(h, out[j]) - offset_in(h, out[j - 1]) > 1100);
+  require_valid(c);
+  CHECK(tlsf::free_n(c, out, 16) == 16);
+  std::vector<void*> even;
+  for (size_t i = 0; i < all.size(); i += 2) even.push_back(all[i]);
+  CHECK(tlsf::free_n(c, even.data(), static_cast<uint32_t>(even.size())) == even.size());
+  require_empty(c);
+}
+
 // ---- misuse ---------------------------------------------------------------------------------------
 TEST_CASE("tlsf: checked mode refuses double and foreign frees, counts them, corrupts nothing") {
   tlsf::Options opt;
