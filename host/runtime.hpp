@@ -129,6 +129,8 @@ class Runtime {
   CUstream diag_stream_ = nullptr;  // reads device state while the kernel runs (created on first use)
   std::mutex diag_mutex_;
   uint64_t last_exit_head_ = 0;         // device `head` after the last stop (control_mutex_)
+  abi::DeviceState* stop_snapshot_ = nullptr;  // pinned: the state copied at the last stop
+  bool snapshot_pending_ = false;              // copied, not yet checked (control_mutex_)
   std::vector<std::string> anomalies_;  // scheduler invariants found violated at a stop (diag_mutex_)
   uint32_t grid_ = 0;
 

@@ -459,7 +459,6 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
     s.closed = 0;
     s.launches += 1;
     s.start_head = s.head;
-    if (atomicAdd(&s.running, 1u) != 0) s.overlaps += 1;
     for (uint32_t i = 0; i < gpuos::abi::kBoardSize; ++i) s.board[i] = 0;
     gpuos_heap_of_launch = static_cast<gpuos::tlsf::Control*>(p.heap);
     __threadfence();
@@ -475,6 +474,4 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
   } else {
     worker(p, sh, tile_smem);
   }
-  cooperative_groups::this_grid().sync();
-  if (blockIdx.x == 0 && threadIdx.x == 0) atomicSub(&s.running, 1u);
 }

@@ -45,9 +45,11 @@ using std::uint64_t;
 #define GPUOS_BLOCK_THREADS 256u
 /// Blocks of the resident kernel per SM the register budget is sized for (__launch_bounds__), and the
 /// registers per thread that allows: every function the kernel can call (built-ins and operators linked
-/// into a generation) is compiled within it.
-#define GPUOS_MIN_BLOCKS_PER_SM 5u
-#define GPUOS_MAX_REGISTERS 48u
+/// into a generation) is compiled within it. Measured on an H200 (docs/benchmarks.md): 4 blocks x 64
+/// registers serves tiny tasks faster than 5 x 48 (the front end spills less), at a small cost in
+/// large-task bandwidth.
+#define GPUOS_MIN_BLOCKS_PER_SM 4u
+#define GPUOS_MAX_REGISTERS 64u
 /// Dynamic shared memory every tile may use (TileCtx::smem).
 #define GPUOS_TILE_SMEM_BYTES 8192u
 /// Largest argument struct an operator may take (inline in the ring slot).
@@ -174,14 +176,13 @@ struct alignas(128) DeviceState {
   uint64_t claim;  ///< next ticket a worker block claims
   uint64_t pad1[15];
   uint32_t closed;  ///< front end stopped publishing for this run
-  uint32_t running;  ///< kernels between start and exit (a value above 1 at start is an overlap)
+  uint32_t pad2;
   uint64_t launches;
   uint64_t start_head;  ///< `head` the last launch started from
   uint64_t exit_head;   ///< `head` when the front end of the last run exited
-  uint64_t overlaps;    ///< launches that found another launch still running
   uint64_t* trace;      ///< flight recorder of the front end (kTraceRecords x 4 words), or null
   uint64_t trace_pos;   ///< records written so far
-  uint64_t pad3[9];
+  uint64_t pad3[10];
   uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty
   /// Alias table: a task's op id is a logical id; the front end replaces it with alias[op] (the jump-table
   /// slot) when it copies the task into the device queue. Identity unless a control task changed it.

@@ -385,3 +385,60 @@ TEST_CASE("without a heap: host calls are unavailable, gpuos::dev::malloc return
   CHECK(c[2] == n);  // every slot null
   CHECK(c[1] == 0);
 }
+
+TEST_CASE("the heap survives a generation switch, and an operator loaded at run time allocates from it") {
+  // The real user path: an operator compiled with NVRTC, linked into a new generation with nvJitLink,
+  // calling gpuos::dev::malloc / free on the same heap the host and the boot image use.
+  static const char* kSource = R"(
+#include <gpuos/op.cuh>
+struct HeapTouchArgs { unsigned long long* out; unsigned long long bytes; };
+__device__ void heap_touch_tile(const HeapTouchArgs& a, const gpuos::TileCtx& c) {
+  __shared__ unsigned char* block;
+  if (threadIdx.x == 0) block = static_cast<unsigned char*>(gpuos::dev::malloc(a.bytes));
+  __syncthreads();
+  unsigned char* p = block;
+  if (p)
+    for (unsigned long long i = threadIdx.x; i < a.bytes; i += blockDim.x) p[i] = (unsigned char)(i * 7 + c.tile);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long ok = p != nullptr;
+    for (unsigned long long i = 0; p && i < a.bytes; ++i) ok &= p[i] == (unsigned char)(i * 7 + c.tile);
+    a.out[c.tile] = p == nullptr ? 2 : (ok ? 1 : 3);
+    if (p) gpuos::dev::free(p);
+  }
+}
+GPUOS_OPERATOR(heap_touch, HeapTouchArgs, heap_touch_tile)
+)";
+  struct HeapTouchArgs {
+    unsigned long long* out;
+    unsigned long long bytes;
+  };
+  constexpr uint32_t tiles = 256;
+  test::DeviceBuffer out(2 * tiles);
+  Runtime rt;
+  void* a = rt.alloc(1u << 20);
+  const std::vector<float> data = test::random_floats((1u << 20) / 4, 11);
+  test::copy_to_device(a, data.data(), 1u << 20);
+  const HeapStats before = rt.heap_stats();
+
+  const auto g = rt.load_operator_source("heap_touch.cu", kSource);  // a generation switch
+  CHECK(g.number >= 1);
+  const uint32_t id = rt.op_id("heap_touch");
+  auto* o = reinterpret_cast<unsigned long long*>(out.get());
+  REQUIRE(rt.wait(rt.submit(Task::make(id, tiles, HeapTouchArgs{o, 3000})), 10s));
+  std::vector<unsigned long long> got(tiles);
+  test::copy_to_host(got.data(), o, tiles * sizeof(unsigned long long));
+  size_t good = 0;
+  for (auto v : got) good += v == 1;
+  CHECK(good == tiles);
+
+  const HeapStats s = rt.heap_stats();
+  CHECK(s.allocs == before.allocs + tiles);
+  CHECK(s.frees == before.frees + tiles);
+  CHECK(s.used_blocks == before.used_blocks);
+  std::vector<float> back(data.size());
+  test::copy_to_host(back.data(), a, 1u << 20);
+  CHECK(back == data);  // the host's block kept its contents across the switch
+  rt.free(a);
+  require_heap_ok(rt);
+}
