@@ -136,9 +136,9 @@ __device__ __forceinline__ void load_payload(BlockShared& sh, const DqEntry& e) 
   }
 }
 
-/// Claiming several tiles per atomic: off until the suspend stress failure is explained
-/// (docs/benchmarks.md, docs/design.md).
-inline constexpr bool kBatchTiles = false;
+/// Claiming several tiles per atomic once a task is known to be large (the suspend stress failure that
+/// kept this off was the poll-window overrun, fixed in the front end; batching was not involved).
+inline constexpr bool kBatchTiles = true;
 
 /// Takes tiles of the task in `e` until none is left. `board_slot_hint` is where the task is on the
 /// board (helpers); `may_insert` says whether this block puts it there. All threads call it.
@@ -322,7 +322,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself.
         DqEntry& e = p.dq[head & mask];
         e.ticket = head;
-        e.pad = 1u | static_cast<uint32_t>(s.launches << 1);
+        e.pad = 1u | static_cast<uint32_t>(launch << 1);
       }
       __syncthreads();
       run_tile(sh, smem, 0, head, &sh.local_scratch);
@@ -343,7 +343,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
           if (ci % kSlotChunks == 0) {
             const uint32_t tiles = (v[k].y == 0 || v[k].y > GPUOS_MAX_TILES) ? 1u : v[k].y;
             e.ticket = t;
-            e.pad = static_cast<uint32_t>(s.launches << 1);
+            e.pad = static_cast<uint32_t>(launch << 1);
             e.pending = tiles;
             e.scratch = 0.0;
           }
