@@ -113,6 +113,7 @@ int run(int argc, char** argv) {
   std::printf("bench_hotpatch on %s (driver %d, %s)\n", dev.name.c_str(), dev.driver_version, gpuos_build_info());
 
   std::vector<double> first_compile_ms, cold_ms, warm_ms, alias_rt_us, nop_rt_us, pause_us, build_ms;
+  std::vector<double> stop_us, load_us, launch_us;  // the pause's phases
   std::uint64_t lost = 0, doubled = 0, wrong = 0, load_tasks = 0, completed = 0, submitted = 0, failed = 0;
   double load_rate = 0, load_seconds = 0;
   std::uint64_t launches = 0;
@@ -244,6 +245,9 @@ int run(int argc, char** argv) {
     for (int i = 0; i < switches; ++i) {
       const auto g = rt.load_operator_source(file.string(), tag_source("tag", i % 2 ? 1 : 5));
       pause_us.push_back(static_cast<double>(g.pause_ns) * 1e-3);
+      stop_us.push_back(static_cast<double>(g.stop_ns) * 1e-3);
+      load_us.push_back(static_cast<double>(g.load_ns) * 1e-3);
+      launch_us.push_back(static_cast<double>(g.launch_ns) * 1e-3);
       build_ms.push_back(static_cast<double>(g.build_ns) * 1e-6);
     }
     phase = "waiting for the alias flips";
@@ -287,6 +291,11 @@ int run(int argc, char** argv) {
   std::printf("  warm (cached):         p50 %.1f ms, p99 %.1f ms (target p50 <= 20: %s)\n", warm.p50, warm.p99, verdict(warm_ok));
   std::printf("generation switch pause under load: p50 %.0f us, p99 %.0f us, max %.0f us (target p99 <= 500: %s)\n",
               pause.p50, pause.p99, pause.max, verdict(pause_ok));
+  {
+    const auto st = LatencySummary::of(stop_us), ld = LatencySummary::of(load_us), la = LatencySummary::of(launch_us);
+    std::printf("  phases: stop p50 %.0f / p99 %.0f us, load p50 %.0f / p99 %.0f us, launch p50 %.0f / p99 %.0f us\n",
+                st.p50, st.p99, ld.p50, ld.p99, la.p50, la.p99);
+  }
   std::printf("  build of those generations: p50 %.1f ms\n", build.p50);
   std::printf("alias switch round trip p50 %.1f us, p99 %.1f us; nop task p50 %.1f us: +%.1f us (target <= 10: %s)\n",
               alias.p50, alias.p99, nop.p50, alias_extra, verdict(alias_ok));
@@ -307,6 +316,9 @@ int run(int argc, char** argv) {
   cold.write(j, "save_to_new_code_cold_ms", false);
   warm.write(j, "save_to_new_code_warm_ms", false);
   pause.write(j, "switch_pause_us", false);
+  LatencySummary::of(stop_us).write(j, "switch_stop_us", false);
+  LatencySummary::of(load_us).write(j, "switch_load_us", false);
+  LatencySummary::of(launch_us).write(j, "switch_launch_us", false);
   build.write(j, "switch_build_ms", false);
   alias.write(j, "alias_round_trip_us", false);
   nop.write(j, "nop_round_trip_us", false);

@@ -84,7 +84,8 @@ Runtime::Hotpatch::Hotpatch() : cache(jit::CacheConfig::from_env()) {
 }
 
 // ---- the kernel side of a switch ----------------------------------------------------------------------
-void Runtime::switch_image(const std::vector<char>* cubin, uint64_t& first_ticket, uint64_t& pause_ns) {
+void Runtime::switch_image(const std::vector<char>* cubin, gpuos_generation& g) {
+  uint64_t& first_ticket = g.first_ticket;
   std::lock_guard<std::mutex> lock(control_mutex_);
   check_usable();
   if (closing_.load()) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is shut down");
@@ -93,6 +94,7 @@ void Runtime::switch_image(const std::vector<char>* cubin, uint64_t& first_ticke
   const bool running = state_flag_.load() == State::Running;
   const auto t0 = Clock::now();
   if (running) stop_kernel(30.0);
+  g.stop_ns = ns_since(t0);
   // Every task below `fetched` was taken by the old kernel and has finished; the rest wait in the ring.
   first_ticket = __atomic_load_n(&control_->fetched, __ATOMIC_ACQUIRE);
   Image next;
@@ -119,7 +121,9 @@ void Runtime::switch_image(const std::vector<char>* cubin, uint64_t& first_ticke
                                       "or too much shared memory)");
     }
     next = Image{m, fn, static_cast<uint32_t>(per_sm * sms)};
-    if (prev_.module) drv().cuModuleUnload(prev_.module);  // needs the idle device: now
+    // Unloading needs an idle device too: measured on an H200, a cuModuleUnload issued after the
+    // relaunch never returned. So it happens here, inside the pause (docs/benchmarks.md, Hot-patching).
+    if (prev_.module) drv().cuModuleUnload(prev_.module);
     prev_ = Image{module_, kernel_, grid_};
   } else {
     next = prev_;
@@ -129,8 +133,10 @@ void Runtime::switch_image(const std::vector<char>* cubin, uint64_t& first_ticke
   kernel_ = next.kernel;
   grid_ = next.grid;
   info_.grid_blocks = static_cast<int32_t>(grid_);
+  g.load_ns = ns_since(t0) - g.stop_ns;
   if (running) launch();
-  pause_ns = ns_since(t0);
+  g.pause_ns = ns_since(t0);
+  g.launch_ns = g.pause_ns - g.stop_ns - g.load_ns;
 }
 
 void Runtime::submit_control(const abi::ControlArgs& c, uint64_t& ticket) {
@@ -423,7 +429,7 @@ gpuos_generation Runtime::rebuild(Hotpatch& h, Build& b) {
     if (!retired.empty()) wait_retired(queue_->issued());
     gpuos_generation g{};
     g.build_ns = ns_since(b.t0);
-    switch_image(&img.cubin, g.first_ticket, g.pause_ns);
+    switch_image(&img.cubin, g);
     g.number = ++h.generations;
     g.compiled = b.compiled;
     g.linked = img.from_cache ? 0 : 1;
@@ -467,7 +473,7 @@ gpuos_generation Runtime::rollback_generation() {
   gpuos_generation g = h.prev_gen;
   try {
     if (!retired.empty()) wait_retired(queue_->issued());
-    switch_image(nullptr, g.first_ticket, g.pause_ns);
+    switch_image(nullptr, g);
   } catch (...) {
     for (uint32_t id : retired) accept_[id].store(kAccept | h.reg.ops.at(id).arg_bytes);
     throw;

@@ -110,7 +110,7 @@ class Runtime {
   /// the previous image), makes it current (the current one becomes the previous; the one before is
   /// unloaded) and relaunches on the same state. first_ticket: the first ticket the new image runs.
   /// On a load failure the old image is relaunched and the failure thrown.
-  void switch_image(const std::vector<char>* cubin, uint64_t& first_ticket, uint64_t& pause_ns);
+  void switch_image(const std::vector<char>* cubin, gpuos_generation& g);
   void submit_control(const abi::ControlArgs& c, uint64_t& ticket);
   void wait_retired(uint64_t end);  // every ticket below `end` completed (or throws)
   std::unique_ptr<Hotpatch> hp_;

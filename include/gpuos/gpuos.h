@@ -215,6 +215,9 @@ typedef struct gpuos_generation {
   uint64_t first_ticket; /* the first ticket that ran on this generation (earlier ones ran on older code) */
   uint64_t pause_ns;     /* time the kernel dispatched nothing during the switch (stop .. relaunched) */
   uint64_t build_ns;     /* compile + link of this generation (0 for a rollback) */
+  uint64_t stop_ns;      /* of pause_ns: stopping the old kernel (its running tasks finish) */
+  uint64_t load_ns;      /* of pause_ns: loading the new image (and unloading the one before the previous) */
+  uint64_t launch_ns;    /* of pause_ns: launching the new kernel until every block runs */
   uint32_t compiled;     /* sources NVRTC compiled for it (cache hits do not count) */
   uint32_t linked;       /* 1 if nvJitLink ran, 0 if the image came from the cache */
   uint32_t changed;      /* 0: the call changed nothing (same content as the serving version): no switch */
