@@ -7,14 +7,7 @@ using gpuos::tlsf::Control;
 
 namespace {
 __device__ inline unsigned idx() { return blockIdx.x * blockDim.x + threadIdx.x; }
-__device__ inline unsigned mix32(unsigned x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
+using gpuos::tlsf::mix32;
 /// Mixed sizes: uniform in [16, 4096].
 __device__ inline unsigned long long mixed_size(unsigned i, unsigned seed) { return 16 + mix32(i * 0x9e3779b9u ^ seed) % 4081; }
 }  // namespace

@@ -193,6 +193,16 @@ struct CheckResult {
 };
 
 // ---- implementation details ----------------------------------------------------------------------
+/// 32-bit integer hash (a full-avalanche mixer): patterns and pseudo-random sizes in tests and benchmarks.
+GPUOS_HD constexpr uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
 namespace detail {
 
 template <class T>

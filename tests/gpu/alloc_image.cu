@@ -8,14 +8,7 @@
 
 namespace {
 
-__device__ inline uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
+using gpuos::tlsf::mix32;
 
 __device__ inline void fill(void* p, unsigned long long bytes, uint32_t tag) {
   auto* w = static_cast<uint32_t*>(p);

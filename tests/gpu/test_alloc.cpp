@@ -17,6 +17,7 @@
 #include "alloc_test_ops.h"
 #include "gpu_fixture.hpp"
 #include "gpuos/abi.h"
+#include "../../kernel/tlsf.hpp"
 
 using namespace gpuos;
 using namespace std::chrono_literals;
@@ -61,14 +62,7 @@ void require_heap_ok(const Runtime& rt) {
 }
 
 /// The device's pattern for alloc_keep / alloc_release (alloc_image.cu).
-uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
+using gpuos::tlsf::mix32;
 std::vector<unsigned char> pattern(uint64_t bytes, uint32_t tag) {
   std::vector<unsigned char> v(bytes);
   for (uint64_t k = 0; k < bytes / 4; ++k) {
