@@ -40,11 +40,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Offset of arg_bytes in gpuos::OpEntry (gpuos/op.cuh: two function pointers, then arg_bytes).
-constexpr size_t kEntryArgBytesOffset = 16;
-
-constexpr const char* kBuiltinNames[GPUOS_BUILTIN_OP_COUNT] = {"nop", "fill", "copy", "add", "mul", "axpy", "sum"};
-
 uint64_t ns_since(Clock::time_point t0) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
@@ -80,7 +75,7 @@ Runtime::Hotpatch::Hotpatch() : cache(jit::CacheConfig::from_env()) {
   lopts.arch = GPUOS_CUDA_ARCH;
   // Operators run inside the resident kernel: compiled within its register budget (gpuos/abi.h).
   lopts.extra_options = {"-maxrregcount=" + std::to_string(GPUOS_MAX_REGISTERS)};
-  for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) ids[kBuiltinNames[i]] = i;
+  for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) ids[gpuos_builtin_op_name(i)] = i;
 }
 
 // ---- the kernel side of a switch ----------------------------------------------------------------------
@@ -382,8 +377,8 @@ gpuos_generation Runtime::rebuild(Hotpatch& h, Build& b) {
                                   : std::span<const char>(reinterpret_cast<const char*>(gpuos_kernel_rdc), gpuos_kernel_rdc_size),
                        kernel_lto ? "gpuos_kernel (LTO-IR)" : "gpuos_kernel (SASS)"});
   for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) {
-    spec.base_operators.push_back(kBuiltinNames[i]);
-    spec.table.push_back({i, kBuiltinNames[i]});
+    spec.base_operators.push_back(gpuos_builtin_op_name(i));
+    spec.table.push_back({i, gpuos_builtin_op_name(i)});
   }
   for (const auto& [uname, u] : b.next.units) spec.units.push_back(u.serving.get());
   for (const auto& [id, op] : b.next.ops) spec.table.push_back({id, op.name});
@@ -396,7 +391,7 @@ gpuos_generation Runtime::rebuild(Hotpatch& h, Build& b) {
     return error(GPUOS_ERR_INTERNAL, "the linked image has ABI version " + std::to_string(*v) + ", the host " +
                                          std::to_string(GPUOS_ABI_VERSION));
   for (auto& [id, op] : b.next.ops) {
-    const auto bytes = elf_u32(img.cubin, "gpuos_op_" + op.name + "_entry", kEntryArgBytesOffset);
+    const auto bytes = elf_u32(img.cubin, "gpuos_op_" + op.name + "_entry", offsetof(OpEntryRow, arg_bytes));
     if (!bytes || *bytes > GPUOS_MAX_ARG_BYTES)
       return error(GPUOS_ERR_INTERNAL, "cannot read the argument size of operator '" + op.name + "' from the image");
     op.arg_bytes = *bytes;
@@ -498,7 +493,7 @@ gpuos_generation Runtime::generation() {
 // ---- names and aliases --------------------------------------------------------------------------------
 uint32_t Runtime::op_id(const std::string& name) {
   for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i)
-    if (name == kBuiltinNames[i]) return i;
+    if (name == gpuos_builtin_op_name(i)) return i;
   if (hp_) {
     std::lock_guard<std::mutex> lock(hp_->mu);
     auto it = hp_->ids.find(name);
@@ -583,7 +578,7 @@ std::vector<gpuos_op_info> Runtime::list_ops() {
     rows.push_back(r);
   };
   for (uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i)
-    row(kBuiltinNames[i], i, GPUOS_OP_KIND_BUILTIN, accept_[i].load() & ~kAccept, i, 0, "", "");
+    row(gpuos_builtin_op_name(i), i, GPUOS_OP_KIND_BUILTIN, accept_[i].load() & ~kAccept, i, 0, "", "");
   if (!hp_) return rows;
   Hotpatch& h = *hp_;
   std::lock_guard<std::mutex> lock(h.mu);

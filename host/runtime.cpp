@@ -32,16 +32,6 @@ constexpr uint32_t kAutoArenasPerSm = 8;
 constexpr uint64_t kMinAutoArena = 1ull << 20;
 static_assert(GPUOS_HEAP_CHECKED == tlsf::kChecked, "heap_flags are passed to the device as they are");
 
-constexpr OpInfo kBuiltins[GPUOS_BUILTIN_OP_COUNT] = {
-    {"nop", 0},
-    {"fill", sizeof(gpuos_fill_args)},
-    {"copy", sizeof(gpuos_copy_args)},
-    {"add", sizeof(gpuos_binary_args)},
-    {"mul", sizeof(gpuos_binary_args)},
-    {"axpy", sizeof(gpuos_axpy_args)},
-    {"sum", sizeof(gpuos_sum_args)},
-};
-const OpInfo kNoOp{};
 
 /// Makes the runtime's context current on the calling thread (driver calls need it).
 struct CtxScope {
@@ -87,7 +77,7 @@ void validate_options(const gpuos_options& o) {
 
 /// Name of an operator id for messages.
 std::string op_label(uint32_t id) {
-  std::string s = id < GPUOS_BUILTIN_OP_COUNT ? kBuiltins[id].name : std::to_string(id);
+  std::string s = id < GPUOS_BUILTIN_OP_COUNT ? gpuos_builtin_op_name(id) : std::to_string(id);
   return id < GPUOS_BUILTIN_OP_COUNT ? "'" + s + "'" : s.insert(0, 1, '#');
 }
 
@@ -157,7 +147,6 @@ inline uint64_t load_host_u64(const uint64_t& x) {
 
 }  // namespace
 
-const OpInfo& builtin_op(uint32_t id) { return id < GPUOS_BUILTIN_OP_COUNT ? kBuiltins[id] : kNoOp; }
 
 gpuos_device_info describe_device(const gpuos_options& o) {
   validate_options(o);
@@ -194,7 +183,7 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
   try {
     CtxScope scope(ctx_);
     module_ = load_image(kernel_);
-    read_op_table();
+    accept_image_ops();
     grid_ = grid_for(kernel_, o, info_);
     GPUOS_CU_TRY(drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
 
@@ -231,10 +220,6 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
     GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, alias), alias, sizeof(alias), stream_));
     GPUOS_CU_TRY(drv().cuStreamSynchronize(stream_));
     init_heap();
-    // Submissions are validated against the operators the loaded image really holds (its jump table);
-    // generations and aliases update this table (host/hotpatch.cpp).
-    for (uint32_t id = 0; id < GPUOS_MAX_OPS; ++id)
-      if (ops_[id].name) accept_[id].store(kAccept | ops_[id].arg_bytes);
 
     queue_ = std::make_unique<SubmitQueue>(ring_, completions_, log2);
     launch();
@@ -706,30 +691,22 @@ std::string Runtime::diagnose() {
 }
 
 // ---- the loaded image's operators ---------------------------------------------------------------------
-void Runtime::read_op_table() {
+void Runtime::accept_image_ops() {
   // The host validates submissions against the operators the image really holds (the jump table the
-  // device dispatches through), so an image with more operators than the built-ins is usable as is.
+  // device dispatches through), so an image with more operators than the built-ins is usable as is;
+  // generations and aliases update the table later (host/hotpatch.cpp).
   CUdeviceptr table = 0;
   size_t bytes = 0;
   GPUOS_CU_TRY(drv().cuModuleGetGlobal(&table, &bytes, module_, "gpuos_op_table"));
   std::vector<uint64_t> rows(GPUOS_MAX_OPS, 0);
   GPUOS_CU_TRY(drv().cuMemcpyDtoH(rows.data(), table, std::min<size_t>(bytes, rows.size() * sizeof(uint64_t))));
-  static constexpr const char* kImageOp = "image operator";
-  ops_.assign(GPUOS_MAX_OPS, OpInfo{});
   for (uint32_t id = 0; id < GPUOS_MAX_OPS; ++id) {
     if (rows[id] == 0) continue;
-    struct Row {
-      uint64_t tile, finish;
-      uint32_t arg_bytes, flags;
-    } row{};
-    static_assert(sizeof(Row) == 24, "OpEntry layout (gpuos/op.cuh)");
+    OpEntryRow row{};
     GPUOS_CU_TRY(drv().cuMemcpyDtoH(&row, rows[id], sizeof(row)));
-    if (row.tile == 0) continue;
-    ops_[id] = OpInfo{id < GPUOS_BUILTIN_OP_COUNT ? kBuiltins[id].name : kImageOp, row.arg_bytes};
+    if (row.tile != 0) accept_[id].store(kAccept | row.arg_bytes);
   }
 }
-
-const OpInfo& Runtime::op_info(uint32_t id) const { return id < ops_.size() ? ops_[id] : kNoOp; }
 
 // ---- the heap -------------------------------------------------------------------------------------------
 void Runtime::init_heap() {

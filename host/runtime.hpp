@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -19,13 +20,13 @@
 
 namespace gpuos::detail {
 
-/// What the host knows of an operator id.
-struct OpInfo {
-  const char* name = nullptr;  ///< nullptr: no operator at this id
-  uint32_t arg_bytes = 0;
+/// Host view of one row of an image's jump table (gpuos::OpEntry in gpuos/op.cuh, which the host
+/// compiler cannot include): read from device memory at boot and from a linked image's ELF.
+struct OpEntryRow {
+  uint64_t tile, finish;  ///< device function addresses; tile 0 = no operator
+  uint32_t arg_bytes, flags;
 };
-/// The operators of the built-in image, by id.
-const OpInfo& builtin_op(uint32_t id);
+static_assert(sizeof(OpEntryRow) == 24 && offsetof(OpEntryRow, arg_bytes) == 16, "gpuos::OpEntry layout");
 
 /// Device properties and the grid the kernel launches with, computed without booting.
 gpuos_device_info describe_device(const gpuos_options& o);
@@ -76,13 +77,13 @@ class Runtime {
 
   /// Publishes n validated payloads with consecutive tickets (false: ring full and !blocking).
   bool enqueue(const abi::Payload* payloads, uint32_t n, bool blocking, uint64_t& first);
-  /// Reads the loaded image's jump table: which ids hold an operator and their argument sizes.
-  void read_op_table();
+  /// Accepts in submissions exactly the operators the loaded image's jump table holds, with their
+  /// argument sizes.
+  void accept_image_ops();
   /// Allocates the heap's control block and pool and initialises them on the device (before launch).
   void init_heap();
   /// One heap request through the ring; returns the device's reply.
   abi::HeapReply heap_call(uint32_t cmd, uint64_t a, uint64_t b);
-  const OpInfo& op_info(uint32_t id) const;
 
   void launch();
   void stop_kernel(double timeout_s);
@@ -144,7 +145,6 @@ class Runtime {
   CUdeviceptr trace_ = 0;  // front-end flight recorder (GPUOS_TRACE=1), diagnostics only
 
   std::unique_ptr<SubmitQueue> queue_;
-  std::vector<OpInfo> ops_;  // by id, from the loaded image's jump table
 
   // The heap: device memory (control block + pool), replies in mapped host memory, one per request in
   // flight.

@@ -316,7 +316,6 @@ constexpr std::array<std::uint32_t, 7> kTinyCycle = {GPUOS_OP_NOP, GPUOS_OP_FILL
                                                      GPUOS_OP_MUL, GPUOS_OP_AXPY, GPUOS_OP_SUM};
 constexpr std::array<std::uint32_t, 6> kLargeOps = {GPUOS_OP_FILL, GPUOS_OP_COPY, GPUOS_OP_ADD,
                                                     GPUOS_OP_MUL,  GPUOS_OP_AXPY, GPUOS_OP_SUM};
-constexpr const char* kOpNames[GPUOS_BUILTIN_OP_COUNT] = {"nop", "fill", "copy", "add", "mul", "axpy", "sum"};
 
 std::uint32_t tiny_op(std::uint64_t t) { return kTinyCycle[t % kTinyCycle.size()]; }
 /// Where tiny task t reads its inputs: spread over A and B, and misaligned for 3 tasks in 4 so the
@@ -525,7 +524,7 @@ struct Checker {
   void bad(std::uint32_t op, const Where& w, std::uint64_t i, double got, double want) {
     if (examples.size() < 8) {
       char buf[256];
-      std::snprintf(buf, sizeof buf, "%s %s task #%llu%s: element %llu is %.9g, expected %.9g", w.kind, kOpNames[op],
+      std::snprintf(buf, sizeof buf, "%s %s task #%llu%s: element %llu is %.9g, expected %.9g", w.kind, gpuos_builtin_op_name(op),
                     static_cast<unsigned long long>(w.task), w.part, static_cast<unsigned long long>(i), got, want);
       examples.emplace_back(buf);
     }
@@ -635,7 +634,7 @@ std::vector<std::string> check_stats(const Stats& s, const Plan& plan) {
   if (s.failed != 0) problems.push_back("stats: " + std::to_string(s.failed) + " tasks failed on the device");
   for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op)
     if (s.per_op_completed[op] != plan.per_op[op])
-      problems.push_back(std::string("stats: ") + kOpNames[op] + " completed " +
+      problems.push_back(std::string("stats: ") + gpuos_builtin_op_name(op) + " completed " +
                          std::to_string(s.per_op_completed[op]) + ", expected " + std::to_string(plan.per_op[op]));
   return problems;
 }
@@ -666,7 +665,7 @@ void print_report(const RunConfig& c, const RunReport& r) {
               r.latency_us.p50, r.latency_us.p99, r.latency_us.max, r.latency_us.count);
   std::printf("per op     ");
   for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op)
-    std::printf(" %s %llu", kOpNames[op], static_cast<unsigned long long>(r.stats.per_op_completed[op]));
+    std::printf(" %s %llu", gpuos_builtin_op_name(op), static_cast<unsigned long long>(r.stats.per_op_completed[op]));
   std::printf("\n");
   for (const auto& p : r.stats_problems) std::printf("PROBLEM     %s\n", p.c_str());
   if (r.check.ok()) {
@@ -676,7 +675,7 @@ void print_report(const RunConfig& c, const RunReport& r) {
     std::printf("results     WRONG:");
     for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op)
       if (r.check.bad_tasks[op])
-        std::printf(" %s %llu", kOpNames[op], static_cast<unsigned long long>(r.check.bad_tasks[op]));
+        std::printf(" %s %llu", gpuos_builtin_op_name(op), static_cast<unsigned long long>(r.check.bad_tasks[op]));
     std::printf(" tasks wrong, of %llu checked\n", static_cast<unsigned long long>(r.check.checked_tasks));
     for (const auto& e : r.check.examples) std::printf("            %s\n", e.c_str());
   }
@@ -710,12 +709,12 @@ void write_json(const RunConfig& c, const RunReport& r) {
       .field("tasks_per_s", static_cast<double>(r.tasks) / r.wall_s);
   r.latency_us.write(j, "latency_us");
   j.begin_object("per_op_completed");
-  for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op) j.field(kOpNames[op], r.stats.per_op_completed[op]);
+  for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op) j.field(gpuos_builtin_op_name(op), r.stats.per_op_completed[op]);
   j.end_object();
   j.array("stats_problems", r.stats_problems);
   j.field("results_ok", r.check.ok()).field("checked_tasks", r.check.checked_tasks);
   j.begin_object("wrong_tasks_per_op");
-  for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op) j.field(kOpNames[op], r.check.bad_tasks[op]);
+  for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op) j.field(gpuos_builtin_op_name(op), r.check.bad_tasks[op]);
   j.end_object();
   j.array("wrong_examples", r.check.examples);
   j.end_object();

@@ -27,6 +27,14 @@ enum gpuos_builtin_op {
   GPUOS_BUILTIN_OP_COUNT = 7
 };
 
+#if !defined(__CUDACC_RTC__)
+/* Name of a built-in operator ("add"), or NULL for an id that is not a built-in. */
+static inline const char* gpuos_builtin_op_name(uint32_t id) {
+  static const char* const names[GPUOS_BUILTIN_OP_COUNT] = {"nop", "fill", "copy", "add", "mul", "axpy", "sum"};
+  return id < GPUOS_BUILTIN_OP_COUNT ? names[id] : 0;
+}
+#endif
+
 typedef struct gpuos_fill_args {
   float* out;
   uint64_t n;
