@@ -3,8 +3,14 @@
 // Buffers must outlive the Runtime (declare them first): freeing device memory needs an idle device.
 #pragma once
 
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include <cuda.h>
@@ -40,5 +46,30 @@ void copy_to_host(void* dst, const void* src, size_t bytes);
 
 /// Deterministic random floats in [-1, 1).
 std::vector<float> random_floats(size_t n, uint64_t seed);
+
+/// Drains with a deadline; on timeout fails with the runtime's state report (gpuos_diagnose), twice,
+/// 200 ms apart, so the report shows what still moves.
+inline bool drain_or_report(Runtime& rt, std::chrono::seconds limit) {
+  if (rt.drain(limit)) return true;
+  const auto g = rt.generation();
+  FAIL_CHECK("drain timed out (generation " << g.number << " from ticket " << g.first_ticket
+                                           << "); runtime state:\n" << rt.diagnose());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  FAIL_CHECK("200 ms later:\n" << rt.diagnose());
+  return false;
+}
+
+/// Waits until `running` (submitting threads count it down) reaches 0. Submitters block while the ring
+/// is full, so if tasks stop completing they never finish: then fails with the runtime's state report
+/// and ends the process, since the blocked threads cannot be joined.
+inline void await_submitters(Runtime& rt, const std::atomic<int>& running, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (running.load() != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (running.load() == 0) return;
+  FAIL_CHECK("submitters did not finish within " << limit.count() << " s (tasks stopped completing); runtime state:\n"
+                                                 << rt.diagnose());
+  std::_Exit(1);
+}
 
 }  // namespace gpuos::test

@@ -2,7 +2,6 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -89,15 +88,9 @@ TEST_CASE("four threads submit batches of 64: every task runs exactly once") {
         running--;
       });
     }
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (running.load() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
-    const bool drained = running.load() == 0 && rt.drain(10s);
-    if (!drained) {
-      MESSAGE("tasks stopped completing; runtime state:\n" << rt.diagnose());
-      FAIL_CHECK("batched submits did not complete");
-      std::_Exit(1);  // blocked submitters cannot be joined
-    }
+    test::await_submitters(rt, running, 30s);
     for (auto& t : th) t.join();
+    CHECK(test::drain_or_report(rt, 10s));
     const Stats s = rt.stats();
     CHECK(s.completed == n);
   }

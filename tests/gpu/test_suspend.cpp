@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cmath>
 #include <chrono>
 #include <thread>
@@ -41,22 +40,9 @@ TEST_CASE("50 suspend/resume cycles while 4 threads submit: every task exactly o
       rt.resume();
       ++cycles;
     }
-    // Submitters block while the ring is full; if tasks stop completing they never finish.
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (running.load() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
-    if (running.load() != 0) {
-      MESSAGE("submitters stuck (tasks stopped completing); runtime state:\n" << rt.diagnose());
-      FAIL_CHECK("submitters did not finish within 60 s");
-      std::_Exit(1);  // the blocked submitters cannot be joined
-    }
+    test::await_submitters(rt, running, 60s);
     for (auto& t : th) t.join();
-    const bool drained = rt.drain(30s);
-    if (!drained) {
-      MESSAGE("drain timed out; runtime state:\n" << rt.diagnose());
-      std::this_thread::sleep_for(1s);
-      MESSAGE("one second later:\n" << rt.diagnose());
-    }
-    CHECK(drained);
+    CHECK(test::drain_or_report(rt, 30s));
     const std::string report = rt.diagnose();
     INFO(report);
     CHECK(report.find("invariant violated") == std::string::npos);

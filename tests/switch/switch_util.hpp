@@ -105,18 +105,4 @@ inline size_t check_cuts(const Load& load, const std::vector<float>& out, size_t
   return checked;
 }
 
-/// Drains with a deadline; on timeout says how far the runtime got (for a hang report) and fails.
-inline bool drain_or_report(Runtime& rt, std::chrono::seconds limit) {
-  if (rt.drain(limit)) return true;
-  const Stats s = rt.stats();
-  const auto g = rt.generation();
-  FAIL_CHECK("drain timed out: submitted " << s.submitted << ", completed " << s.completed << ", failed " << s.failed
-                                          << ", heartbeat " << s.heartbeat << ", launches " << s.launches
-                                          << ", generation " << g.number << " from ticket " << g.first_ticket);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const Stats s2 = rt.stats();
-  FAIL_CHECK("200 ms later: completed " << s2.completed << ", heartbeat " << s2.heartbeat);
-  return false;
-}
-
 }  // namespace gpuos::test
