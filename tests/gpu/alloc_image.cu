@@ -3,6 +3,7 @@
 // it as gpuos_image_cubin, so the runtime boots it like the built-in image.
 #include "scheduler.cu"
 #include "builtin_ops.cu"
+#include "builtin_entries.cuh"
 
 #include "alloc_test_ops.h"
 
@@ -132,21 +133,9 @@ GPUOS_OPERATOR(alloc_keep, alloc_keep_args, keep_tile)
 GPUOS_OPERATOR(alloc_release, alloc_release_args, release_tile)
 GPUOS_OPERATOR(alloc_exhaust, alloc_exhaust_args, exhaust_tile)
 
-#define GPUOS_BUILTIN(name) extern "C" __device__ const gpuos::OpEntry gpuos_op_##name##_entry;
-GPUOS_BUILTIN(nop)
-GPUOS_BUILTIN(fill)
-GPUOS_BUILTIN(copy)
-GPUOS_BUILTIN(add)
-GPUOS_BUILTIN(mul)
-GPUOS_BUILTIN(axpy)
-GPUOS_BUILTIN(sum)
-#undef GPUOS_BUILTIN
-
-static_assert(GPUOS_BUILTIN_OP_COUNT == 7 && ALLOC_TEST_STRESS == 7 && ALLOC_TEST_EXHAUST == 10,
+static_assert(ALLOC_TEST_STRESS == GPUOS_BUILTIN_OP_COUNT && ALLOC_TEST_EXHAUST == 10,
               "the table below lists the operators in id order");
 extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS] = {
-    &gpuos_op_nop_entry,          &gpuos_op_fill_entry,       &gpuos_op_copy_entry,
-    &gpuos_op_add_entry,          &gpuos_op_mul_entry,        &gpuos_op_axpy_entry,
-    &gpuos_op_sum_entry,          &gpuos_op_alloc_stress_entry, &gpuos_op_alloc_keep_entry,
+    GPUOS_BUILTIN_TABLE_ROWS, &gpuos_op_alloc_stress_entry, &gpuos_op_alloc_keep_entry,
     &gpuos_op_alloc_release_entry, &gpuos_op_alloc_exhaust_entry,
 };
