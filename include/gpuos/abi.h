@@ -99,7 +99,7 @@ struct alignas(8) Payload {
 struct alignas(16) Completion {
   uint64_t seq;
   uint32_t status;  ///< TaskStatus
-  uint32_t detail;  ///< status-specific (e.g. the op id that was rejected)
+  uint32_t detail;  ///< the rejected op id on failure; on success the completing block + 1 (diagnostics)
 };
 
 /// Arguments of a control task (Payload.op == GPUOS_OP_CONTROL, arg_bytes == sizeof(ControlArgs)).
