@@ -9,6 +9,8 @@
 // exited before it does. Every iteration is timed on the host with a monotonic clock.
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,9 @@ const char* kHelp =
     "  ping-pong    one GPU thread polls a word in mapped host memory and echoes it (the floor)\n"
     "  launch+sync  cuLaunchKernel of an empty kernel + cuStreamSynchronize\n"
     "  graph+sync   1-node CUDA graph: cuGraphLaunch + cuStreamSynchronize\n"
+    "  pp+...       the floor's ladder: the ping-pong plus one piece of the resident kernel's path\n"
+    "               (fence.gpu / fence.sys before the echo; a 16-byte read; a second line read each\n"
+    "               poll; a one-warp poll; the front end's block-wide poll)\n"
     "  gpuos nop    gpuos submit(nop) + wait\n"
     "  gpuos add256 gpuos submit(add of 256 floats) + wait\n"
     "Targets: gpuos nop p50 <= 1.25 x ping-pong p50; launch+sync p50 >= 2 x gpuos nop p50.\n"
@@ -60,10 +65,12 @@ std::vector<double> time_round_trips(const Config& c, F round_trip) {
 
 // ---- (a) ping-pong ----------------------------------------------------------------------------------
 
-std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, const Stream& s) {
-  // Ping and pong on separate 128-byte lines, in mapped, cached host memory.
+/// mode 0: bench_ping_pong (the floor); else bench_ping_ladder with that mode (bench_kernels.cu).
+std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, const Stream& s, unsigned mode = 0) {
   void* host = nullptr;
-  BENCH_CU(cuMemHostAlloc(&host, 256, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  // Ping and pong on separate 128-byte lines, a third line (the ladder's second read) after them.
+  BENCH_CU(cuMemHostAlloc(&host, 512, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  std::memset(host, 0, 512);
   auto* ping = static_cast<unsigned*>(host);
   auto* pong = static_cast<unsigned*>(host) + 32;
   *ping = 0;
@@ -72,8 +79,10 @@ std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, con
   BENCH_CU(cuMemHostGetDevicePointer(&dping, ping, 0));
   BENCH_CU(cuMemHostGetDevicePointer(&dpong, pong, 0));
 
-  void* params[] = {&dping, &dpong};
-  BENCH_CU(cuLaunchKernel(m.get("bench_ping_pong"), 1, 1, 1, 1, 1, 1, 0, s.get(), params, nullptr));
+  void* params[] = {&dping, &dpong, &mode};
+  const unsigned threads = (mode & (4u | 16u)) ? 256u : 1u;
+  BENCH_CU(cuLaunchKernel(m.get(mode == 0 ? "bench_ping_pong" : "bench_ping_ladder"), 1, 1, 1, threads, 1, 1, 0,
+                          s.get(), params, nullptr));
 
   std::atomic_ref<unsigned> ping_ref(*ping), pong_ref(*pong);
   auto samples = time_round_trips(c, [&](unsigned i) {
@@ -136,6 +145,12 @@ GpuosResult measure_gpuos(const Config& c, const DeviceArray& out, const DeviceA
   Runtime rt(Options().with_device(c.device));
   r.info = rt.device_info();
   r.nop = time_round_trips(c, [&](unsigned) { rt.wait(rt.submit(ops::nop())); });
+  // With the front end's flight recorder on (GPUOS_TRACE=1), where the nop round trip goes on the device.
+  if (const char* t = std::getenv("GPUOS_TRACE"); t && *t && *t != '0') {
+    const std::string d = rt.diagnose();
+    for (size_t pos = d.find("front-end timing"); pos != std::string::npos; pos = d.find("front-end timing", pos + 1))
+      std::printf("nop, %s\n", d.substr(pos, d.find('\n', pos) - pos).c_str());
+  }
   const Task add = ops::add(out.as<float>(), a.as<const float>(), b.as<const float>(), kAddElems);
   r.add = time_round_trips(c, [&](unsigned) { rt.wait(rt.submit(add)); });
   r.stats = rt.stats();
@@ -194,17 +209,32 @@ int run(int argc, char** argv) {
     rows.push_back({"ping-pong", to_us(measure_ping_pong(c, m, s))});
     rows.push_back({"launch+sync", to_us(measure_launch(c, m, s))});
     rows.push_back({"graph+sync", to_us(measure_graph(c, m, s))});
+    // The floor's ladder: what each piece of the resident kernel's path adds to the ping-pong.
+    rows.push_back({"pp+fence.gpu", to_us(measure_ping_pong(c, m, s, 1))});
+    rows.push_back({"pp+fence.sys", to_us(measure_ping_pong(c, m, s, 2))});
+    rows.push_back({"pp v4", to_us(measure_ping_pong(c, m, s, 8))});
+    rows.push_back({"pp v4+2nd line", to_us(measure_ping_pong(c, m, s, 8 | 32))});
+    rows.push_back({"pp warp", to_us(measure_ping_pong(c, m, s, 16))});
+    rows.push_back({"pp warp+gpu", to_us(measure_ping_pong(c, m, s, 16 | 1))});
+    rows.push_back({"pp block", to_us(measure_ping_pong(c, m, s, 4))});
+    rows.push_back({"pp block+2nd", to_us(measure_ping_pong(c, m, s, 4 | 32))});
+    rows.push_back({"pp block+gpu", to_us(measure_ping_pong(c, m, s, 4 | 1))});
   }
   GpuosResult g = guarded("gpuos", [&] { return measure_gpuos(c, out, a, b); });
   rows.push_back({"gpuos nop", to_us(std::move(g.nop))});
   rows.push_back({"gpuos add256", to_us(std::move(g.add))});
   const bool add_ok = check_add(s, out);
 
-  std::printf("%-14s %10s %10s %10s %10s %10s\n", "method", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us");
+  std::printf("%-16s %10s %10s %10s %10s %10s\n", "method", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us");
   for (const Row& r : rows)
-    std::printf("%-14s %10.2f %10.2f %10.2f %10.2f %10.2f\n", r.name, r.us.p50, r.us.p90, r.us.p99, r.us.p999,
+    std::printf("%-16s %10.2f %10.2f %10.2f %10.2f %10.2f\n", r.name, r.us.p50, r.us.p90, r.us.p99, r.us.p999,
                 r.us.max);
-  const double ping = rows[0].us.p50, launch = rows[1].us.p50, nop = rows[3].us.p50;
+  auto p50 = [&](const char* name) {
+    for (const Row& r : rows)
+      if (std::string(name) == r.name) return r.us.p50;
+    return 0.0;
+  };
+  const double ping = p50("ping-pong"), launch = p50("launch+sync"), nop = p50("gpuos nop");
   const double floor_ratio = nop / ping, launch_ratio = launch / nop;
   std::printf("gpuos nop p50 / ping-pong p50   = %.2f (target <= 1.25: %s)\n", floor_ratio,
               verdict(floor_ratio <= 1.25));
@@ -228,7 +258,7 @@ int run(int argc, char** argv) {
       .field("launch_p50_over_gpuos_nop_p50", launch_ratio)
       .field("target_min_launch_over_gpuos", 2.0)
       .field("launch_vs_gpuos_pass", launch_ratio >= 2.0)
-      .field("graph_p50_over_gpuos_nop_p50", rows[2].us.p50 / nop)
+      .field("graph_p50_over_gpuos_nop_p50", p50("graph+sync") / nop)
       .end_object();
   j.field("add256_result_ok", add_ok).field("gpuos_tasks_completed", g.stats.completed);
   j.end_object();

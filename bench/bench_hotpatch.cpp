@@ -113,7 +113,9 @@ int run(int argc, char** argv) {
   std::printf("bench_hotpatch on %s (driver %d, %s)\n", dev.name.c_str(), dev.driver_version, gpuos_build_info());
 
   std::vector<double> first_compile_ms, cold_ms, warm_ms, alias_rt_us, nop_rt_us, pause_us, build_ms;
-  std::vector<double> stop_us, load_us, launch_us;  // the pause's phases
+  std::vector<double> stop_us, load_us, launch_us, unload_us;  // the pause's phases
+  std::vector<double> overlap_us;                              // the load's part before the pause
+  std::uint32_t retired_max = 0;
   std::uint64_t lost = 0, doubled = 0, wrong = 0, load_tasks = 0, completed = 0, submitted = 0, failed = 0;
   double load_rate = 0, load_seconds = 0;
   std::uint64_t launches = 0;
@@ -248,6 +250,9 @@ int run(int argc, char** argv) {
       stop_us.push_back(static_cast<double>(g.stop_ns) * 1e-3);
       load_us.push_back(static_cast<double>(g.load_ns) * 1e-3);
       launch_us.push_back(static_cast<double>(g.launch_ns) * 1e-3);
+      unload_us.push_back(static_cast<double>(g.unload_ns) * 1e-3);
+      overlap_us.push_back(static_cast<double>(g.overlap_ns) * 1e-3);
+      retired_max = std::max(retired_max, g.retired);
       build_ms.push_back(static_cast<double>(g.build_ns) * 1e-6);
     }
     phase = "waiting for the alias flips";
@@ -293,8 +298,12 @@ int run(int argc, char** argv) {
               pause.p50, pause.p99, pause.max, verdict(pause_ok));
   {
     const auto st = LatencySummary::of(stop_us), ld = LatencySummary::of(load_us), la = LatencySummary::of(launch_us);
-    std::printf("  phases: stop p50 %.0f / p99 %.0f us, load p50 %.0f / p99 %.0f us, launch p50 %.0f / p99 %.0f us\n",
-                st.p50, st.p99, ld.p50, ld.p99, la.p50, la.p99);
+    const auto un = LatencySummary::of(unload_us), ov = LatencySummary::of(overlap_us);
+    std::printf("  phases: stop p50 %.0f / p99 %.0f us, load p50 %.0f / p99 %.0f us, unload p50 %.0f / p99 %.0f us, "
+                "launch p50 %.0f / p99 %.0f us\n",
+                st.p50, st.p99, ld.p50, ld.p99, un.p50, un.p99, la.p50, la.p99);
+    std::printf("  before the pause, the load overlapped serving for p50 %.0f us; up to %u retired images kept loaded\n",
+                ov.p50, retired_max);
   }
   std::printf("  build of those generations: p50 %.1f ms\n", build.p50);
   std::printf("alias switch round trip p50 %.1f us, p99 %.1f us; nop task p50 %.1f us: +%.1f us (target <= 10: %s)\n",
@@ -319,6 +328,9 @@ int run(int argc, char** argv) {
   LatencySummary::of(stop_us).write(j, "switch_stop_us", false);
   LatencySummary::of(load_us).write(j, "switch_load_us", false);
   LatencySummary::of(launch_us).write(j, "switch_launch_us", false);
+  LatencySummary::of(unload_us).write(j, "switch_unload_us", false);
+  LatencySummary::of(overlap_us).write(j, "switch_load_overlap_us", false);
+  j.field("retired_images_max", static_cast<std::uint64_t>(retired_max));
   build.write(j, "switch_build_ms", false);
   alias.write(j, "alias_round_trip_us", false);
   nop.write(j, "nop_round_trip_us", false);

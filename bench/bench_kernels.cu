@@ -25,6 +25,75 @@ extern "C" __global__ void bench_ping_pong(const volatile unsigned* ping, volati
   }
 }
 
+/// The floor's ladder: the ping-pong with one piece of the resident kernel's path added, to say what each
+/// piece costs. mode bits: 1 = fence.acq_rel.gpu before the echo, 2 = fence.acq_rel.sys before the
+/// echo; 4 = the whole block polls as the front end does (8 threads read the 128-byte line in 16-byte
+/// chunks, a shared-memory min of the ready flags, three barriers per poll); 8 = one thread polls with
+/// a 16-byte read; 16 = one warp polls (8 lanes read 16 bytes each, a ballot, no barrier); 32 = the
+/// poller also reads a second line each poll (the front end's stop word). Thread 0 echoes.
+extern "C" __global__ void bench_ping_ladder(const volatile unsigned* ping, volatile unsigned* pong, unsigned mode) {
+  __shared__ unsigned ready;
+  __shared__ unsigned seen;
+  unsigned last = 0;
+  const volatile char* line = reinterpret_cast<const volatile char*>(ping);
+  const volatile unsigned* second = ping + 64;  // another 128-byte line, never written
+  for (;;) {
+    unsigned v = 0, extra = 0;
+    if (mode & 4u) {
+      if (threadIdx.x == 0) ready = 1;
+      __syncthreads();
+      uint4 c = make_uint4(0, 0, 0, 0);
+      if ((mode & 32u) && threadIdx.x == 0) extra = *second;
+      if (threadIdx.x < 8) {
+        asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(c.x), "=r"(c.y), "=r"(c.z), "=r"(c.w)
+                     : "l"(line + 16 * threadIdx.x)
+                     : "memory");
+        if (threadIdx.x == 0 && c.x == last) atomicMin(&ready, 0u);
+        if (threadIdx.x == 0) seen = c.x + extra;
+      }
+      __syncthreads();
+      const unsigned r = ready;
+      v = seen;
+      __syncthreads();
+      if (!r) continue;
+    } else if (mode & 16u) {
+      if (threadIdx.x >= 32) return;
+      uint4 c = make_uint4(0, 0, 0, 0);
+      if ((mode & 32u) && threadIdx.x == 0) extra = *second;
+      if (threadIdx.x < 8)
+        asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(c.x), "=r"(c.y), "=r"(c.z), "=r"(c.w)
+                     : "l"(line + 16 * threadIdx.x)
+                     : "memory");
+      const unsigned changed = __ballot_sync(0xffffffffu, threadIdx.x == 0 && c.x != last);
+      v = __shfl_sync(0xffffffffu, c.x + extra, 0);
+      if (!changed) continue;
+    } else {
+      if (threadIdx.x != 0) return;
+      if (mode & 32u) extra = *second;
+      if (mode & 8u) {
+        uint4 c;
+        asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(c.x), "=r"(c.y), "=r"(c.z), "=r"(c.w)
+                     : "l"(line)
+                     : "memory");
+        v = c.x + extra;
+      } else {
+        v = *ping + extra;
+      }
+      if (v == last) continue;
+    }
+    if (v == BENCH_PING_STOP) return;
+    if (threadIdx.x == 0) {
+      if (mode & 1u) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+      if (mode & 2u) asm volatile("fence.acq_rel.sys;" ::: "memory");
+      *pong = v;
+    }
+    last = v;
+  }
+}
+
 /// One small task as a kernel: out = a + b on n elements, one thread per element.
 extern "C" __global__ void __launch_bounds__(256) bench_add(float* out, const float* a, const float* b,
                                                             unsigned long long n) {

@@ -6,6 +6,9 @@
 //   direct  grid = gpuos_tiles_for(n) blocks; timed with events around the kernel (and, for reference,
 //           on the host from launch to cuStreamSynchronize)
 //   gpuos   one task of gpuos_tiles_for(n) tiles; timed on the host from submit to the end of wait
+//   direct@R the direct kernel held to the resident kernel's blocks per SM R (dynamic shared memory it
+//           does not use limits its occupancy): a diagnostic that separates what occupancy costs from
+//           what scheduling costs
 // The headline is the largest size: median GB/s over the repetitions, gpuos / direct (target >= 0.9).
 #include <algorithm>
 #include <cstdio>
@@ -20,11 +23,12 @@ namespace gpuos::bench {
 namespace {
 
 const char* kHelp =
-    "usage: bench_large [--device N] [--sizes LIST] [--reps N] [--warmup N] [--sm-budget S] [--json FILE]\n"
+    "usage: bench_large [--device N] [--sizes LIST] [--reps N] [--warmup N] [--sm-budget S] [--blocks-per-sm B] [--json FILE]\n"
     "\n"
     "Add of n floats (GB/s = 12 B x n / time), for each n in LIST:\n"
     "  direct  the built-in add tile function as a plain kernel, one block per tile (events around it)\n"
     "  gpuos   one gpuos add task of gpuos_tiles_for(n) tiles (host time, submit -> wait)\n"
+    "  direct@R  the direct kernel at the resident kernel's R blocks per SM (diagnostic)\n"
     "Outputs are checked against a + b for the largest n after each method.\n"
     "Target: gpuos median GB/s >= 0.9 x direct median GB/s at the largest n.\n"
     "\n"
@@ -34,6 +38,7 @@ const char* kHelp =
     "  --reps N       timed repetitions per size and method (default 30, at least 20 recommended)\n"
     "  --warmup N     untimed repetitions first (default 3)\n"
     "  --sm-budget S  gpuos SM budget (default 0 = all SMs)\n"
+    "  --blocks-per-sm B  gpuos blocks per SM (default 0 = as many as fit)\n"
     "  --json FILE    result file (default bench_large.json)\n";
 
 struct Config {
@@ -42,6 +47,7 @@ struct Config {
   int reps = 30;
   int warmup = 3;
   std::uint32_t sm_budget = 0;
+  std::uint32_t blocks_per_sm = 0;
   std::string json = "bench_large.json";
 };
 
@@ -54,6 +60,7 @@ double gbps(std::uint64_t n, double us) { return 12.0 * static_cast<double>(n) /
 struct SizeResult {
   std::uint64_t n = 0;
   std::vector<double> direct_event_us, direct_wall_us, gpuos_us;
+  std::vector<double> direct_capped_us;  // direct@R (events)
 };
 
 double median(std::vector<double> v) {
@@ -72,9 +79,21 @@ std::uint64_t count_wrong(const Stream& s, const DeviceArray& out, std::uint64_t
 
 // ---- Direct kernel ----------------------------------------------------------------------------------
 
+/// Dynamic shared memory that holds bench_direct_add to at most `per_sm` blocks per SM (0: none found
+/// within the 48 KiB a kernel may ask for without opting in).
+unsigned smem_for_blocks_per_sm(CUfunction fn, int per_sm) {
+  for (unsigned smem = 0; smem <= 48u * 1024u; smem += 1024u) {
+    int got = 0;
+    BENCH_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&got, fn, GPUOS_BLOCK_THREADS, smem));
+    if (got <= per_sm) return got == per_sm ? smem : 0u;
+  }
+  return 0u;
+}
+
+/// `capped_smem` != 0: the direct@R variant (events only, into direct_capped_us).
 void measure_direct(const Config& c, const BenchModule& m, const Stream& s, const DeviceArray& out,
                     const DeviceArray& a, const DeviceArray& b, const DeviceArray& scratch,
-                    std::vector<SizeResult>& results) {
+                    std::vector<SizeResult>& results, unsigned capped_smem = 0) {
   CUfunction fn = m.get("bench_direct_add");
   CUevent start = nullptr, stop = nullptr;
   BENCH_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
@@ -87,13 +106,17 @@ void measure_direct(const Config& c, const BenchModule& m, const Stream& s, cons
     for (int rep = 0; rep < c.warmup + c.reps; ++rep) {
       const std::int64_t t0 = now_ns();
       BENCH_CU(cuEventRecord(start, s.get()));
-      BENCH_CU(cuLaunchKernel(fn, grid, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, 0, s.get(), params, nullptr));
+      BENCH_CU(cuLaunchKernel(fn, grid, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, capped_smem, s.get(), params, nullptr));
       BENCH_CU(cuEventRecord(stop, s.get()));
       BENCH_CU(cuStreamSynchronize(s.get()));
       const std::int64_t t1 = now_ns();
       float ms = 0;
       BENCH_CU(cuEventElapsedTime(&ms, start, stop));
       if (rep < c.warmup) continue;
+      if (capped_smem) {
+        r.direct_capped_us.push_back(static_cast<double>(ms) * 1e3);
+        continue;
+      }
       r.direct_event_us.push_back(static_cast<double>(ms) * 1e3);
       r.direct_wall_us.push_back(static_cast<double>(t1 - t0) * 1e-3);
     }
@@ -106,7 +129,9 @@ void measure_direct(const Config& c, const BenchModule& m, const Stream& s, cons
 
 DeviceInfo measure_gpuos(const Config& c, const DeviceArray& out, const DeviceArray& a, const DeviceArray& b,
                          std::vector<SizeResult>& results) {
-  Runtime rt(Options().with_device(c.device).with_sm_budget(c.sm_budget));
+  Options o = Options().with_device(c.device).with_sm_budget(c.sm_budget);
+  o.blocks_per_sm = c.blocks_per_sm;
+  Runtime rt(o);
   const DeviceInfo info = rt.device_info();
   for (SizeResult& r : results) {
     const Task t = ops::add(out.as<float>(), a.as<const float>(), b.as<const float>(), r.n);
@@ -130,6 +155,7 @@ Config parse(int argc, char** argv) {
   c.reps = static_cast<int>(f.integer("--reps", c.reps, 1, 100000));
   c.warmup = static_cast<int>(f.integer("--warmup", c.warmup, 0, 100000));
   c.sm_budget = static_cast<std::uint32_t>(f.integer("--sm-budget", 0, 0, 1 << 20));
+  c.blocks_per_sm = static_cast<std::uint32_t>(f.integer("--blocks-per-sm", 0, 0, 64));
   c.json = f.text("--json", c.json);
   f.finish();
   std::sort(c.sizes.begin(), c.sizes.end());
@@ -157,23 +183,29 @@ int run(int argc, char** argv) {
               dev.driver_version, gpuos_build_info(), c.reps, c.warmup);
 
   std::vector<SizeResult> results;
-  for (std::int64_t n : c.sizes) results.push_back(SizeResult{static_cast<std::uint64_t>(n), {}, {}, {}});
+  for (std::int64_t n : c.sizes) results.push_back(SizeResult{static_cast<std::uint64_t>(n), {}, {}, {}, {}});
+  unsigned capped_smem = 0;
   {
     BenchModule m;  // loaded and unloaded while no resident kernel runs
     measure_direct(c, m, s, out, a, b, scratch, results);
+    capped_smem = smem_for_blocks_per_sm(m.get("bench_direct_add"), static_cast<int>(GPUOS_MIN_BLOCKS_PER_SM));
+    if (capped_smem) measure_direct(c, m, s, out, a, b, scratch, results, capped_smem);
   }
   const std::uint64_t direct_wrong = count_wrong(s, out, n_max);
   s.poison(out.ptr(), n_max);
   const DeviceInfo info = guarded("gpuos", [&] { return measure_gpuos(c, out, a, b, results); });
   const std::uint64_t gpuos_wrong = count_wrong(s, out, n_max);
 
-  std::printf("%12s %8s %14s %14s %12s %14s\n", "n", "tiles", "direct GB/s", "direct(wall)", "gpuos GB/s",
-              "gpuos/direct");
+  char capped_name[32];
+  std::snprintf(capped_name, sizeof capped_name, "direct@%u GB/s", GPUOS_MIN_BLOCKS_PER_SM);
+  std::printf("%12s %8s %14s %14s %16s %12s %14s\n", "n", "tiles", "direct GB/s", "direct(wall)", capped_name,
+              "gpuos GB/s", "gpuos/direct");
   for (const SizeResult& r : results) {
     const double d = gbps(r.n, median(r.direct_event_us)), dw = gbps(r.n, median(r.direct_wall_us));
     const double g = gbps(r.n, median(r.gpuos_us));
-    std::printf("%12llu %8u %14.1f %14.1f %12.1f %14.3f\n", static_cast<unsigned long long>(r.n),
-                gpuos_tiles_for(r.n), d, dw, g, g / d);
+    const double dc = r.direct_capped_us.empty() ? 0.0 : gbps(r.n, median(r.direct_capped_us));
+    std::printf("%12llu %8u %14.1f %14.1f %16.1f %12.1f %14.3f\n", static_cast<unsigned long long>(r.n),
+                gpuos_tiles_for(r.n), d, dw, dc, g, g / d);
   }
   const SizeResult& head = results.back();
   const double head_direct = gbps(head.n, median(head.direct_event_us));
@@ -187,7 +219,8 @@ int run(int argc, char** argv) {
   j.begin_object();
   write_header(j, "bench_large", dev);
   write_grid(j, info);
-  j.field("reps", c.reps).field("warmup", c.warmup).field("sm_budget", c.sm_budget).field("bytes_per_elem", 12);
+  j.field("direct_capped_blocks_per_sm", GPUOS_MIN_BLOCKS_PER_SM).field("direct_capped_smem", capped_smem);
+  j.field("reps", c.reps).field("warmup", c.warmup).field("sm_budget", c.sm_budget).field("blocks_per_sm", c.blocks_per_sm).field("bytes_per_elem", 12);
   j.begin_array("sizes");
   for (const SizeResult& r : results) {
     j.begin_object().field("n", r.n).field("tiles", gpuos_tiles_for(r.n));
@@ -195,6 +228,8 @@ int run(int argc, char** argv) {
     LatencySummary::of(r.direct_wall_us).write(j, "direct_wall_us", false);
     LatencySummary::of(r.gpuos_us).write(j, "gpuos_us", false);
     j.array("direct_event_us_raw", r.direct_event_us).array("gpuos_us_raw", r.gpuos_us);
+    if (!r.direct_capped_us.empty())
+      j.field("direct_capped_median_gbps", gbps(r.n, median(r.direct_capped_us)));
     j.field("direct_median_gbps", gbps(r.n, median(r.direct_event_us)))
         .field("direct_wall_median_gbps", gbps(r.n, median(r.direct_wall_us)))
         .field("gpuos_median_gbps", gbps(r.n, median(r.gpuos_us)))

@@ -12,6 +12,9 @@
 // Aliases need no quiesce: an alias switch is a control task in the ring, applied by the front end in
 // ticket order, which resolves every task's op through the alias table as it copies it to the device.
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -79,6 +82,55 @@ Runtime::Hotpatch::Hotpatch() : cache(jit::CacheConfig::from_env()) {
 }
 
 // ---- the kernel side of a switch ----------------------------------------------------------------------
+namespace {
+
+/// A cuModuleLoadData on a thread of its own. The driver does the load's host-side work first and then
+/// waits for an idle device (measured with bench_module on an H200: a load of the kernel's image started
+/// 2 ms before a spinning kernel's exit returned ~40 us after it; on an idle device the whole load takes
+/// 190-360 us). So a switch starts the load while the old generation still serves and stops the kernel
+/// once the host-side work is likely done. What stays in the pause is the driver's device-side work
+/// (~120-150 us after the resident kernel's exit, during which other driver calls wait) and the lazy
+/// load of the kernel's code by cuModuleGetFunction (~100 us). Shared with the thread: if the switch
+/// gives up (a kernel that does not stop), the thread finishes on its own whenever the driver returns.
+struct PendingLoad {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  CUresult r = CUDA_SUCCESS;
+  CUmodule module = nullptr;
+  Clock::time_point returned;
+
+  std::vector<char> image;  // a copy: the thread may outlive the switch that started it
+
+  static std::shared_ptr<PendingLoad> start(CUcontext ctx, const std::vector<char>& image) {
+    auto p = std::make_shared<PendingLoad>();
+    p->image = image;
+    std::thread([p, ctx] {
+      CUresult r = drv().cuCtxSetCurrent(ctx);
+      CUmodule m = nullptr;
+      if (r == CUDA_SUCCESS) r = drv().cuModuleLoadData(&m, p->image.data());
+      std::lock_guard<std::mutex> lock(p->m);
+      p->r = r;
+      p->module = m;
+      p->returned = Clock::now();
+      p->done = true;
+      p->cv.notify_all();
+    }).detach();
+    return p;
+  }
+  /// Waits up to `d` (or for ever with a negative d); true once the load returned.
+  bool wait_for(std::chrono::nanoseconds d) {
+    std::unique_lock<std::mutex> lock(m);
+    if (d.count() < 0) {
+      cv.wait(lock, [&] { return done; });
+      return true;
+    }
+    return cv.wait_for(lock, d, [&] { return done; });
+  }
+};
+
+}  // namespace
+
 void Runtime::switch_image(const std::vector<char>* cubin, gpuos_generation& g) {
   uint64_t& first_ticket = g.first_ticket;
   std::lock_guard<std::mutex> lock(control_mutex_);
@@ -87,15 +139,37 @@ void Runtime::switch_image(const std::vector<char>* cubin, gpuos_generation& g) 
   if (!cubin && !prev_.module) fail(GPUOS_ERR_UNAVAILABLE, "there is no previous generation to roll back to");
   CtxScope scope(ctx_);
   const bool running = state_flag_.load() == State::Running;
+  switches_.fetch_add(1);  // activity: the monitor waits for a quiet spell after it to unload
+  // While the old generation serves: start loading the new image and give the driver's host-side work
+  // `load_lead_` before stopping the kernel.
+  std::shared_ptr<PendingLoad> pending;
+  if (cubin) {
+    pending = PendingLoad::start(ctx_, *cubin);
+    if (running) {
+      const auto t = Clock::now();
+      pending->wait_for(load_lead_);
+      g.overlap_ns = ns_since(t);
+    }
+  }
   const auto t0 = Clock::now();
   if (running) stop_kernel(30.0);
   g.stop_ns = ns_since(t0);
+  const auto stopped = Clock::now();
   // Every task below `fetched` was taken by the old kernel and has finished; the rest wait in the ring.
   first_ticket = __atomic_load_n(&control_->fetched, __ATOMIC_ACQUIRE);
   Image next;
   if (cubin) {
-    CUmodule m = nullptr;
-    CUresult r = drv().cuModuleLoadData(&m, cubin->data());
+    pending->wait_for(std::chrono::nanoseconds(-1));
+    CUmodule m = pending->module;
+    CUresult r = pending->r;
+    if (running) {
+      // Adapt the lead: a load that was still busy on the host when the kernel stopped lengthened the
+      // pause by that much; double the lead next time (bounded: it delays the switch, not serving).
+      const auto tail = pending->returned - stopped;
+      if (tail > std::chrono::microseconds(150)) load_lead_ = std::min<std::chrono::nanoseconds>(2 * load_lead_, std::chrono::milliseconds(16));
+    }
+    // (Measured: asking for the kernel and its occupancy on the loading thread instead made the pause
+    // longer, ~570 vs ~250 us after the exit.)
     CUfunction fn = nullptr;
     if (r == CUDA_SUCCESS) r = drv().cuModuleGetFunction(&fn, m, "gpuos_main");
     int per_sm = 0;
@@ -115,23 +189,39 @@ void Runtime::switch_image(const std::vector<char>* cubin, gpuos_generation& g) 
                                       " co-resident blocks; it needs at least 2 (an operator uses too many registers "
                                       "or too much shared memory)");
     }
-    next = Image{m, fn, static_cast<uint32_t>(per_sm * sms)};
-    // Unloading needs an idle device too: measured on an H200, a cuModuleUnload issued after the
-    // relaunch never returned. So it happens here, inside the pause (docs/benchmarks.md, Hot-patching).
-    if (prev_.module) drv().cuModuleUnload(prev_.module);
-    prev_ = Image{module_, kernel_, grid_};
+    next = Image{m, fn, static_cast<uint32_t>(per_sm * sms), cubin->size()};
+    // The generation before the previous one is retired, not unloaded: an unload also needs an idle
+    // device and does all its work after the kernel has exited (~200-400 us for the kernel's image,
+    // bench_module), so it is left to a moment without tasks (monitor_loop) or a suspend.
+    if (prev_.module) {
+      retired_.push_back(prev_);
+      retired_bytes_ += prev_.bytes;
+    }
+    prev_ = Image{module_, kernel_, grid_, image_bytes_};
   } else {
     next = prev_;
-    prev_ = Image{module_, kernel_, grid_};
+    prev_ = Image{module_, kernel_, grid_, image_bytes_};
   }
   module_ = next.module;
+  image_bytes_ = next.bytes;
   kernel_ = next.kernel;
   grid_ = next.grid;
   info_.grid_blocks = static_cast<int32_t>(grid_);
-  g.load_ns = ns_since(t0) - g.stop_ns;
+  g.load_ns = ns_since(stopped);
+  // Bounded: past kMaxRetiredBytes the oldest go now, inside this pause (counted in unload_ns).
+  if (retired_bytes_ > kMaxRetiredBytes) {
+    const auto u0 = Clock::now();
+    while (retired_bytes_ > kMaxRetiredBytes && !retired_.empty()) {
+      drv().cuModuleUnload(retired_.front().module);
+      retired_bytes_ -= retired_.front().bytes;
+      retired_.erase(retired_.begin());
+    }
+    g.unload_ns = ns_since(u0);
+  }
+  g.retired = static_cast<uint32_t>(retired_.size());
   if (running) launch();
   g.pause_ns = ns_since(t0);
-  g.launch_ns = g.pause_ns - g.stop_ns - g.load_ns;
+  g.launch_ns = g.pause_ns - g.stop_ns - g.load_ns - g.unload_ns;
 }
 
 void Runtime::submit_control(const abi::ControlArgs& c, uint64_t& ticket) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <condition_variable>
 #include <cstdint>
@@ -106,6 +107,7 @@ class Runtime {
     CUmodule module = nullptr;
     CUfunction kernel = nullptr;
     uint32_t grid = 0;
+    size_t bytes = 0;  // of the cubin
   };
   /// Quiesces the kernel (the tasks it took from the queue finish), loads `cubin` (null: swaps back to
   /// the previous image), makes it current (the current one becomes the previous; the one before is
@@ -116,6 +118,20 @@ class Runtime {
   void wait_retired(uint64_t end);  // every ticket below `end` completed (or throws)
   std::unique_ptr<Hotpatch> hp_;
   Image prev_;  // the previous generation, kept loaded for rollback
+  /// Older generations' modules, still loaded: unloading needs an idle device, so they go when the
+  /// runtime is idle (monitor_loop), at a suspend or at shutdown; past kMaxRetiredBytes of images, in a
+  /// switch.
+  std::vector<Image> retired_;
+  std::atomic<uint64_t> switches_{0};  // image switches so far (the monitor's idle detection)
+  size_t retired_bytes_ = 0;
+  static constexpr size_t kMaxRetiredBytes = size_t{64} << 20;
+  /// How long a switch lets the new image's load run (host-side work) before it stops the kernel;
+  /// doubled after a switch whose load was still busy when the kernel stopped.
+  std::chrono::nanoseconds load_lead_{std::chrono::milliseconds(2)};
+  /// Unloads every retired module. The kernel must not be running (control_mutex_ held).
+  void unload_retired();
+  /// From the monitor, when no task has been in flight for a while: stop, unload_retired, relaunch.
+  void reclaim_retired_if_idle();
   /// Host view of each operator id for submit: 0 = no operator; else kAccept | argument bytes.
   static constexpr uint32_t kAccept = 1u << 31;
   std::atomic<uint32_t> accept_[GPUOS_MAX_OPS] = {};
@@ -126,6 +142,7 @@ class Runtime {
   CUcontext ctx_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction kernel_ = nullptr;
+  size_t image_bytes_ = 0;  // of module_'s cubin
   CUstream stream_ = nullptr;
   CUstream diag_stream_ = nullptr;  // reads device state while the kernel runs (created on first use)
   std::mutex diag_mutex_;

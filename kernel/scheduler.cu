@@ -67,59 +67,80 @@ __device__ __forceinline__ void store_sys_u64(void* p, unsigned long long v) {
 enum Action : uint32_t { kIdle, kRunOwn, kHelp, kExit };
 
 struct BlockShared {
+  /// This image's jump-table rows, copied at launch: the rows cannot change while an image runs, and
+  /// read from global memory they cost two dependent L2 round trips per task (every acquire fence
+  /// drops the L1 copy).
+  OpEntry ops[GPUOS_MAX_OPS];
   Payload payload;  // the task being run (args read from here by every thread)
-  TileCtx ctx;
+  /// What the running tile is told. Two buffers: thread 0 fills the next tile's while the block still
+  /// runs the current one, so consecutive tiles are separated by one barrier, not two.
+  TileCtx ctx[2];
   double local_scratch;  // scratch of a task the front end runs itself
   uint64_t ticket;
   uint32_t action;
   uint32_t valid;  // claim valid / window readiness
   uint32_t tile;
   uint32_t last;  // this block finished the task's last tile
+  uint32_t more;  // the claim left tiles for a later claim
   uint32_t board_slot;
   uint32_t stop;
   uint32_t tiles0;
 };
 
-/// Why a payload cannot run, or kTaskOk.
-__device__ __forceinline__ uint32_t validate(const Payload& p, const OpEntry*& e) {
-  // Heap requests are served by this image's own operator, whatever the jump table holds at that id.
-  e = p.op == GPUOS_OP_HEAP_CTL ? &gpuos_op_heap_ctl_entry : (p.op < GPUOS_MAX_OPS ? gpuos_op_table[p.op] : nullptr);
-  if (!e || !e->tile) return kTaskBadOp;
-  if (e->arg_bytes != p.arg_bytes || p.tiles == 0 || p.tiles > GPUOS_MAX_TILES) return kTaskBadArgs;
-  return kTaskOk;
+/// Copies the jump table's rows into sh.ops (all threads; a barrier follows before any use).
+__device__ __forceinline__ void cache_op_table(BlockShared& sh) {
+  for (uint32_t i = threadIdx.x; i < GPUOS_MAX_OPS; i += blockDim.x) {
+    // Heap requests are served by this image's own operator, whatever the jump table holds at that id.
+    const OpEntry* e = i == GPUOS_OP_HEAP_CTL ? &gpuos_op_heap_ctl_entry : gpuos_op_table[i];
+    sh.ops[i] = e ? *e : OpEntry{nullptr, nullptr, 0u, 0u};
+  }
 }
 
-/// Runs tile `tile` of the task in sh.payload on this block. All threads call it.
-__device__ __forceinline__ void run_tile(BlockShared& sh, void* smem, uint32_t tile, uint64_t ticket,
-                                         double* scratch) {
-  const OpEntry* e;
-  const uint32_t st = validate(sh.payload, e);
+/// The operator of the payload in sh, or null when it cannot run; `st` says why (kTaskOk otherwise).
+__device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, uint32_t& st) {
+  const Payload& p = sh.payload;
+  const OpEntry* e = p.op < GPUOS_MAX_OPS ? &sh.ops[p.op] : nullptr;
+  st = kTaskOk;
+  if (!e || !e->tile)
+    st = kTaskBadOp;
+  else if (e->arg_bytes != p.arg_bytes || p.tiles == 0 || p.tiles > GPUOS_MAX_TILES)
+    st = kTaskBadArgs;
+  return st == kTaskOk ? e : nullptr;
+}
+
+/// Runs tile `tile` of the task in sh.payload with context buffer `c` (its ticket, smem and scratch
+/// already set). All threads call it; `op` is validate()'s result. The barrier inside separates this
+/// tile from the block's previous one; the caller puts one after the block's last tile.
+__device__ __forceinline__ void run_tile(BlockShared& sh, const OpEntry* op, TileCtx& c, uint32_t tile) {
   if (threadIdx.x == 0) {
-    sh.ctx.tile = tile;
-    sh.ctx.tiles = sh.payload.tiles;
-    sh.ctx.ticket = ticket;
-    sh.ctx.smem = smem;
-    sh.ctx.scratch = scratch;
+    c.tile = tile;
+    c.tiles = sh.payload.tiles;
   }
   __syncthreads();
-  if (st == kTaskOk) e->tile(sh.payload.args, sh.ctx);
-  __syncthreads();
+  if (op) op->tile(sh.payload.args, c);
 }
 
 /// Runs the finish function (if any) and writes the completion record. All threads call it, after the
-/// task's last tile; the tiles' writes are made visible to the host before the record.
-__device__ __forceinline__ void complete(const LaunchParams& p, BlockShared& sh, uint64_t ticket) {
-  const OpEntry* e;
-  const uint32_t st = validate(sh.payload, e);
-  if (st == kTaskOk && e->finish) {
-    e->finish(sh.payload.args, sh.ctx);
+/// task's last tile and a barrier; the tiles' writes are made visible to the host before the record.
+/// `c` carries the task's ticket and scratch.
+__device__ __forceinline__ void complete(const LaunchParams& p, BlockShared& sh, const TileCtx& c) {
+  uint32_t st;
+  const OpEntry* e = validate(sh, st);
+  if (e && e->finish) {
+    e->finish(sh.payload.args, c);
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    // Release at system scope: the block's writes (ordered before this thread by the barrier) become
-    // visible to the host before the record does.
-    asm volatile("fence.acq_rel.sys;" ::: "memory");
+    // Release: the block's writes (ordered before this thread by the barrier) and those of the task's
+    // other tiles (acquired through `pending`) are visible before the record is. Device scope suffices
+    // for device memory, which the host reads with copies through the same L2; an operator that writes
+    // over the bus (mapped host memory, a peer) asks for system scope (GPUOS_OP_HOST_WRITES).
+    if (e && (e->flags & GPUOS_OP_HOST_WRITES))
+      asm volatile("fence.acq_rel.sys;" ::: "memory");
+    else
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
     // detail: on success the completing block + 1 (diagnostics), else the rejected op id.
+    const uint64_t ticket = c.ticket;
     const uint32_t detail = st == kTaskOk ? blockIdx.x + 1 : sh.payload.op;
     store_sys_v4(&p.completions[ticket & ((1ull << p.log2_capacity) - 1)],
                  make_uint4(static_cast<uint32_t>(ticket + 1), static_cast<uint32_t>((ticket + 1) >> 32),
@@ -136,42 +157,60 @@ __device__ __forceinline__ void load_payload(BlockShared& sh, const DqEntry& e) 
   }
 }
 
-/// Claiming several tiles per atomic once a task is known to be large (the suspend stress failure that
-/// kept this off was the poll-window overrun, fixed in the front end; batching was not involved).
-inline constexpr bool kBatchTiles = true;
+/// Most tiles one claim takes, unless DeviceState::max_batch says otherwise.
+inline constexpr uint32_t kMaxBatch = 8;
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 /// Takes tiles of the task in `e` until none is left. `board_slot_hint` is where the task is on the
 /// board (helpers); `may_insert` says whether this block puts it there. All threads call it.
-/// Tiles are claimed several at a time once the task is known to be large, so a block pays one claim
-/// atomic and one completion atomic per batch instead of per tile.
+///
+/// What a block pays per task, not per tile, is what lets a large task stream at the memory's rate:
+/// - Tiles are claimed several at a time once the task is known to be large (`batch`).
+/// - Only the first claim needs acquire (it must see the payload the front end armed). While this
+///   block holds tiles it has not reported, the task cannot complete, so the entry cannot be rearmed
+///   and every later valid claim is for the same task: relaxed, no fence, no reload of the payload.
+/// - `pending` is decremented once, when the block leaves the task, by every tile it ran: one release
+///   fence and one atomic per block per task. The block that takes it to zero completes the task.
+/// - Consecutive tiles share one barrier (the TileCtx alternates between two buffers).
 __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, DqEntry& e,
                            uint32_t board_slot_hint, bool may_insert, uint64_t board_value) {
   DeviceState& s = *p.state;
+  // Thread 0's bookkeeping (registers).
   bool inserted = false;
   uint32_t slot = board_slot_hint;
   uint32_t batch = 1;
-  uint64_t loaded = ~0ull;  // ticket whose payload is in sh.payload
-  for (;;) {
+  const uint32_t max_batch = s.max_batch ? s.max_batch : kMaxBatch;
+  uint32_t done = 0;  // tiles this block ran and has not reported in `pending`
+  // Every thread's: the task's operator, validated once.
+  const OpEntry* op = nullptr;
+  uint32_t st = kTaskOk;
+  for (bool first_claim = true;; first_claim = false) {
     if (threadIdx.x == 0) {
-      // acq_rel: a valid claim must see the payload the front end wrote before arming the entry; the
-      // acquire also drops this SM's stale L1 lines, so the tile reads what earlier tasks wrote.
-      const uint64_t old = dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_acq_rel);
+      const uint64_t old =
+          first_claim ? dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_acq_rel)
+                      : dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_relaxed);
       const int32_t rem = claim_remaining(old);
-      sh.valid = rem > 0;
-      sh.tile = static_cast<uint32_t>(rem - 1);                          // first (highest) tile claimed
-      sh.last = rem > 0 ? (static_cast<uint32_t>(rem) < batch ? rem : batch) : 0;  // tiles claimed
-      if (rem > 0) {
-        sh.ticket = load_acquire(e.ticket);
+      const uint32_t got = rem > 0 ? (static_cast<uint32_t>(rem) < batch ? static_cast<uint32_t>(rem) : batch) : 0u;
+      sh.valid = got > 0;
+      sh.tile = static_cast<uint32_t>(rem - 1);  // first (highest) tile claimed
+      sh.last = got;                              // tiles claimed
+      if (got > 0 && first_claim) sh.ticket = load_acquire(e.ticket);
+      const bool exhausted = rem <= static_cast<int32_t>(batch);  // no tile left after this claim
+      sh.more = !exhausted;
+      if (got > 0) {
         // Big task: take more per claim, leaving enough for every block to get some.
         const uint32_t share = static_cast<uint32_t>(rem) / (4u * gridDim.x);
-        batch = kBatchTiles ? (share < 1 ? 1 : (share > 8 ? 8 : share)) : 1;
         if (rem > 1 && may_insert && !inserted) {
           const uint64_t v = sh.ticket + 1;
           for (uint32_t k = 0; k < kBoardSize; ++k) {
             const uint32_t i = static_cast<uint32_t>(sh.ticket + k) % kBoardSize;
             uint64_t expect = 0;
-            if (dev_ref<uint64_t>(s.board[i]).compare_exchange_strong(expect, v,
-                                                                      cuda::memory_order_acq_rel)) {
+            if (dev_ref<uint64_t>(s.board[i]).compare_exchange_strong(expect, v, cuda::memory_order_acq_rel)) {
               inserted = true;
               slot = i;
               board_value = v;
@@ -179,34 +218,47 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
             }
           }
         }
-      } else if (inserted || !may_insert) {
-        // Exhausted: take the task off the board (no-op if someone already did).
+        batch = share < 1 ? 1 : (share > max_batch ? max_batch : share);
+      }
+      if (exhausted && (inserted || !may_insert) && slot < kBoardSize) {
+        // Exhausted: take the task off the board (no-op if someone already did or it is another's now).
         uint64_t expect = board_value;
-        if (slot < kBoardSize)
-          dev_ref<uint64_t>(s.board[slot]).compare_exchange_strong(expect, 0ull, cuda::memory_order_relaxed);
+        dev_ref<uint64_t>(s.board[slot]).compare_exchange_strong(expect, 0ull, cuda::memory_order_relaxed);
       }
     }
     __syncthreads();
     if (!sh.valid) break;
     const uint64_t ticket = sh.ticket;
-    const uint32_t first = sh.tile, count = sh.last;
-    if (ticket != loaded) {
+    const uint32_t top = sh.tile, count = sh.last;
+    if (first_claim) {
       load_payload(sh, e);
-      loaded = ticket;
+      if (threadIdx.x == 0) sh.ctx[1] = sh.ctx[0] = TileCtx{0u, 0u, ticket, smem, &e.scratch};
+      __syncthreads();
+      op = validate(sh, st);
     }
-    __syncthreads();
-    for (uint32_t i = 0; i < count; ++i) run_tile(sh, smem, first - i, ticket, &e.scratch);
-    if (threadIdx.x == 0) {
-      asm volatile("fence.acq_rel.gpu;" ::: "memory");
-      sh.last = dev_ref<uint32_t>(e.pending).fetch_sub(count, cuda::memory_order_acq_rel) == count;
-    }
-    __syncthreads();
-    if (sh.last) complete(p, sh, ticket);
-    __syncthreads();
+    for (uint32_t i = 0; i < count; ++i) run_tile(sh, op, sh.ctx[i & 1], top - i);
+    if (threadIdx.x == 0) done += count;
+    const bool more = sh.more;
+    __syncthreads();  // the last tile's TileCtx buffer and smem are free again
+    if (!more) break;  // this block took the last tiles: no claim needed to learn it
   }
+  // Leave the task: report the tiles run here; the block that reports the last ones completes it.
+  if (threadIdx.x == 0) {
+    sh.last = 0;
+    if (done > 0) {
+      // Release: this block's tile writes (ordered before thread 0 by the barriers) happen before the
+      // decrement; acquire: the completing block sees every other block's.
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+      sh.last = dev_ref<uint32_t>(e.pending).fetch_sub(done, cuda::memory_order_acq_rel) == done;
+    }
+  }
+  __syncthreads();
+  if (sh.last) complete(p, sh, sh.ctx[0]);
+  __syncthreads();
 }
 
 // ---- front end ---------------------------------------------------------------------------------------
+inline constexpr uint64_t kStopPollEvery = 8;
 inline constexpr uint32_t kLoadsPerThread = kMaxWindow * kSlotChunks / GPUOS_BLOCK_THREADS;
 static_assert(kLoadsPerThread * GPUOS_BLOCK_THREADS == kMaxWindow * kSlotChunks);
 
@@ -253,9 +305,12 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       control_at = window;
     }
     __syncthreads();
-    // All reads of the ring and the control word go out together: one round trip.
-    unsigned long long stop_run = 0;
-    if (tid == 0) stop_run = load_sys_u64(&p.control->stop_run);
+    // All reads of the ring and the control word go out together: one round trip. The control word is
+    // read on every kStopPollEvery-th poll only: a second line in the same poll costs ~0.3-0.5 us of
+    // round trip (bench_dispatch's ladder), a stop waits a few polls longer.
+    unsigned long long stop_run = 0, t_issue = 0, t_return = 0;
+    if (tid == 0 && trace) t_issue = global_ns();
+    if (tid == 0 && (iter % kStopPollEvery) == 0) stop_run = load_sys_u64(&p.control->stop_run);
     uint4 v[kLoadsPerThread];
     const uint32_t nchunks = window * kSlotChunks;
 #pragma unroll
@@ -274,6 +329,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     if (tid == 0) {
       sh.stop = stop_run == p.run_id;
       sh.tiles0 = v[0].y;  // chunk 0 of slot 0: op|arg_bytes, tiles, args[0..3]
+      if (trace) t_return = global_ns();  // after thread 0's reads returned (its stamp was compared)
     }
     __syncthreads();
     uint32_t ready = sh.valid;
@@ -295,14 +351,6 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       window = 1;
       continue;
     }
-    if (tid == 0 && trace) {
-      // Stores only (the position lives in a register): the recorder barely perturbs the timing.
-      uint64_t* r = trace + 4 * (trace_pos++ % kTraceRecords);
-      r[0] = head;
-      r[1] = ready;
-      r[2] = window | (static_cast<uint64_t>(lone) << 32);
-      r[3] = launch;
-    }
 
     if (control) {
       const uint32_t kind = __shfl_sync(0xffffffffu, v[0].x, 1);  // chunk 1 of slot 0 is thread 1's
@@ -319,14 +367,20 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       }
       if (tid == 0) {
         sh.local_scratch = 0.0;
-        // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself.
+        sh.ctx[0] = TileCtx{0u, 1u, head, smem, &sh.local_scratch};
+      }
+      __syncthreads();
+      uint32_t st;
+      run_tile(sh, validate(sh, st), sh.ctx[0], 0);
+      __syncthreads();
+      complete(p, sh, sh.ctx[0]);
+      if (tid == 0) {
+        // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself. After
+        // the completion record, so the record's fence does not wait for these stores.
         DqEntry& e = p.dq[head & mask];
         e.ticket = head;
         e.pad = 1u | static_cast<uint32_t>(launch << 1);
       }
-      __syncthreads();
-      run_tile(sh, smem, 0, head, &sh.local_scratch);
-      complete(p, sh, head);
       __syncthreads();
     } else {
       // Copy the ready slots into the device queue, arm each entry, then publish them all.
@@ -362,8 +416,27 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       }
       __syncthreads();
     }
+    // Release: a worker that sees `head` past its ticket must see the entry armed. A lone task's entry
+    // is never armed, so its worker needs nothing from this store but the number (no fence).
+    if (tid == 0) {
+      if (lone)
+        dev_ref<uint64_t>(s.head).store(head + ready, cuda::memory_order_relaxed);
+      else
+        store_release(s.head, head + ready);
+      if (trace) {
+        // Stores only (the position lives in a register): the recorder barely perturbs the timing.
+        uint64_t* r = trace + kTraceWords * (trace_pos++ % kTraceRecords);
+        r[0] = head;
+        r[1] = ready;
+        r[2] = window | (static_cast<uint64_t>(lone) << 32);
+        r[3] = launch;
+        r[4] = t_issue;
+        r[5] = t_return;
+        r[6] = global_ns();
+        r[7] = 0;
+      }
+    }
     head += ready;
-    if (tid == 0) store_release(s.head, head);
     window = next_window(window, ready);
   }
   if (tid == 0) {
@@ -463,6 +536,7 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
     gpuos_heap_of_launch = static_cast<gpuos::tlsf::Control*>(p.heap);
     __threadfence();
   }
+  cache_op_table(sh);
   cooperative_groups::this_grid().sync();
   if (blockIdx.x == 0) {
     if (threadIdx.x == 0) {

@@ -39,6 +39,15 @@
 #define GPUOS_TLSF_MAX_BACKOFF_NS 1024u
 #endif
 
+/// Marks the heap's cold, large functions (checker, statistics, the host's one-at-a-time requests,
+/// initialisation) as out of line: inlined at each call site they made the resident kernel's image
+/// several times larger, and every generation switch loads and unloads that image while serving pauses.
+#ifdef __CUDACC__
+#define GPUOS_TLSF_COLD __noinline__
+#else
+#define GPUOS_TLSF_COLD
+#endif
+
 namespace gpuos::tlsf {
 using namespace gpuos::abi_std;
 
@@ -433,7 +442,7 @@ GPUOS_HD constexpr uint64_t search_size_for(uint64_t need, uint64_t align) {
 }
 
 /// Allocates a block of `need` bytes from arena `a` (lock held). Returns the block's offset or kNil.
-GPUOS_HD inline uint64_t alloc_locked(char* base, Arena& a, uint64_t need, uint64_t align) {
+GPUOS_HD GPUOS_TLSF_COLD inline uint64_t alloc_locked(char* base, Arena& a, uint64_t need, uint64_t align) {
   const uint64_t search = search_size_for(need, align);
   uint64_t off = search <= a.end - a.begin ? find_suitable(a, mapping_search(search)) : kNil;
   if (off == kNil) {
@@ -614,7 +623,7 @@ GPUOS_HD inline Status check_free(char* base, const Arena& a, uint64_t off, bool
 /// Turns the range [off, off + size) -- one used block, or a run of adjacent used blocks whose headers
 /// after the first are already poisoned -- into free space (lock held; the used counters are the
 /// caller's): coalesces at once with a free previous and a free next block and lists the result.
-GPUOS_HD inline void release_locked(char* base, Arena& a, uint64_t off, uint64_t size) {
+GPUOS_HD GPUOS_TLSF_COLD inline void release_locked(char* base, Arena& a, uint64_t off, uint64_t size) {
   Hdr* h = hdr(base, off);
   uint64_t prev = h->prev;
   if (h->w0 & kPrevFreeBit) {  // merge into the previous block
@@ -780,7 +789,7 @@ __attribute__((noinline)) GPUOS_HD inline bool fail(CheckResult& r, uint32_t are
 }
 
 /// Checks one arena (lock held). Returns false and fills `r` at the first violation.
-GPUOS_HD inline bool check_arena(char* base, const Arena& a, uint32_t index, CheckResult& r) {
+GPUOS_HD GPUOS_TLSF_COLD inline bool check_arena(char* base, const Arena& a, uint32_t index, CheckResult& r) {
   if (a.index != index) return fail(r, index, a.begin, "arena index mismatch", a.index, index);
   if (a.end <= a.begin || a.end - a.begin < kMinBlock || (a.begin & (kAlign - 1)) || (a.end & (kAlign - 1))) {
     return fail(r, index, a.begin, "bad arena bounds", a.begin, a.end);
@@ -866,7 +875,7 @@ GPUOS_HD inline bool check_arena(char* base, const Arena& a, uint32_t index, Che
 }
 
 /// Largest free block of an arena (lock held): the top non-empty class holds it; walk that one list.
-GPUOS_HD inline uint64_t largest_free_locked(char* base, const Arena& a) {
+GPUOS_HD GPUOS_TLSF_COLD inline uint64_t largest_free_locked(char* base, const Arena& a) {
   if (a.fl_bitmap == 0) return 0;
   const uint32_t fl = fls64(a.fl_bitmap);
   const uint32_t sl = 31u - static_cast<uint32_t>(cuda::std::countl_zero(a.sl_bitmap[fl]));
@@ -892,7 +901,7 @@ GPUOS_HD inline uint32_t arena_count(const Control* c) { return detail::narenas(
 /// block per arena on the device). `c` must provide control_bytes(arenas) bytes, 128-aligned.
 /// `pool_base` must be 16-aligned; pool_bytes < 2^48. Small arenas are equal (multiples of 4 KiB, the
 /// last one takes the remainder); the large arena, if any, is the end of the pool.
-GPUOS_HD inline Status init_layout(Control* c, void* pool_base, uint64_t pool_bytes, uint32_t arenas,
+GPUOS_HD GPUOS_TLSF_COLD inline Status init_layout(Control* c, void* pool_base, uint64_t pool_bytes, uint32_t arenas,
                                    const Options& opt = Options{}) {
   using namespace detail;
   if (c == nullptr || pool_base == nullptr || (reinterpret_cast<uint64_t>(c) & 127)) return kInvalidArg;
@@ -933,7 +942,7 @@ GPUOS_HD inline Status init_layout(Control* c, void* pool_base, uint64_t pool_by
 }
 
 /// Initialises arena `i` after init_layout: empty lists and one free block over its range.
-GPUOS_HD inline void init_arena(Control* c, uint32_t i) {
+GPUOS_HD GPUOS_TLSF_COLD inline void init_arena(Control* c, uint32_t i) {
   Arena& a = detail::arenas(c)[i];
   detail::init_arena_at(detail::base_of(c), a, i, a.begin, a.end);
 }
@@ -941,7 +950,7 @@ GPUOS_HD inline void init_arena(Control* c, uint32_t i) {
 /// Initialises a heap over [pool_base, pool_base + pool_bytes) split into `arenas` small arenas (plus
 /// the optional large arena of opt.large_bytes). Writes the control block and one header per arena;
 /// the rest of the pool is never touched.
-GPUOS_HD inline Status init(Control* c, void* pool_base, uint64_t pool_bytes, uint32_t arenas,
+GPUOS_HD GPUOS_TLSF_COLD inline Status init(Control* c, void* pool_base, uint64_t pool_bytes, uint32_t arenas,
                             const Options& opt = Options{}) {
   const Status s = init_layout(c, pool_base, pool_bytes, arenas, opt);
   if (s != kOk) return s;
@@ -1032,7 +1041,7 @@ GPUOS_HD inline uint32_t alloc_n(Control* c, uint64_t bytes, uint64_t align, uin
 }
 
 /// Allocates one block; null on failure (see alloc_n for the policy).
-GPUOS_HD inline void* alloc(Control* c, uint64_t bytes, uint64_t align, uint32_t hint) {
+GPUOS_HD GPUOS_TLSF_COLD inline void* alloc(Control* c, uint64_t bytes, uint64_t align, uint32_t hint) {
   void* p = nullptr;
   alloc_n(c, bytes, align, hint, 1, &p);
   return p;
@@ -1043,7 +1052,7 @@ GPUOS_HD inline void* alloc(Control* c, uint64_t bytes, uint64_t align, uint32_t
 /// blocks whose header says free. In checked mode (kChecked) the block's tag and both neighbours'
 /// boundary tags must also agree, which refuses interior pointers, stale pointers to blocks since
 /// merged or reused, and corrupted headers. Unchecked, such a pointer is undefined behaviour.
-GPUOS_HD inline Status free(Control* c, void* p) {
+GPUOS_HD GPUOS_TLSF_COLD inline Status free(Control* c, void* p) {
   using namespace detail;
   if (p == nullptr) return kOk;
   if (!initialised(c)) return kNotInit;
@@ -1124,7 +1133,7 @@ GPUOS_HD inline uint64_t usable_size(const Control* c, const void* p) {
 }
 
 /// Heap statistics; locks each arena in turn.
-GPUOS_HD inline Stats stats(Control* c) {
+GPUOS_HD GPUOS_TLSF_COLD inline Stats stats(Control* c) {
   using namespace detail;
   Stats s{};
   if (!initialised(c)) return s;
@@ -1157,7 +1166,7 @@ GPUOS_HD inline Stats stats(Control* c) {
 /// Invariant checker for arena i alone (locks it): its range continues the previous arena's (arena 0
 /// starts at 0, the last one ends at pool_bytes), the free-path lookup maps it to itself, and the walk
 /// of check_arena holds. Arenas can be checked in parallel (the device checker gives each its thread).
-GPUOS_HD inline CheckResult check_one(Control* c, uint32_t i) {
+GPUOS_HD GPUOS_TLSF_COLD inline CheckResult check_one(Control* c, uint32_t i) {
   using namespace detail;
   CheckResult r{};
   r.ok = true;
@@ -1203,7 +1212,7 @@ GPUOS_HD inline CheckResult check_one(Control* c, uint32_t i) {
 /// that no two free blocks are adjacent, that block sizes sum to each arena, that the free lists hold
 /// exactly the free blocks in the right classes with consistent links, that bitmaps match non-empty
 /// lists, and that the arena counters match the walk. O(blocks); for tests and debugging.
-GPUOS_HD inline CheckResult check(Control* c) {
+GPUOS_HD GPUOS_TLSF_COLD inline CheckResult check(Control* c) {
   CheckResult r{};
   r.ok = true;
   r.message[0] = 0;

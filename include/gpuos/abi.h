@@ -39,7 +39,7 @@ using std::uint64_t;
 #endif
 
 /// Bumped on any change to a layout in this file; the image and the host must agree.
-#define GPUOS_ABI_VERSION 3u
+#define GPUOS_ABI_VERSION 4u
 
 /// Threads per block of the resident kernel; every operator tile runs on exactly this many threads.
 #define GPUOS_BLOCK_THREADS 256u
@@ -161,9 +161,13 @@ GPUOS_HD inline constexpr int32_t claim_remaining(uint64_t claim) {
 }
 inline constexpr uint64_t kClaimOne = 1ull << 32;
 
-/// Records in the front end's flight recorder (DeviceState::trace): {head, ready, window | lone << 32,
-/// launch} for every poll that found work.
+/// Records in the front end's flight recorder (DeviceState::trace), one for every poll that found work:
+/// {head, ready, window | lone << 32, launch, t_issue, t_return, t_done, 0}: device times in ns
+/// (%globaltimer) when the poll's reads were issued, when they returned, and when the poll's work was
+/// handed over (published to the workers, or, for a lone task the front end ran, its completion record
+/// written).
 inline constexpr uint32_t kTraceRecords = 1u << 16;
+inline constexpr uint32_t kTraceWords = 8;
 
 /// Number of multi-tile tasks idle blocks can help with at once.
 inline constexpr uint32_t kBoardSize = 64;
@@ -180,9 +184,11 @@ struct alignas(128) DeviceState {
   uint64_t launches;
   uint64_t start_head;  ///< `head` the last launch started from
   uint64_t exit_head;   ///< `head` when the front end of the last run exited
-  uint64_t* trace;      ///< flight recorder of the front end (kTraceRecords x 4 words), or null
+  uint64_t* trace;      ///< flight recorder of the front end (kTraceRecords x kTraceWords), or null
   uint64_t trace_pos;   ///< records written so far
-  uint64_t pad3[10];
+  uint32_t max_batch;   ///< most tiles a worker claims at once (set by the host before a launch; 0 = 8)
+  uint32_t pad4;
+  uint64_t pad3[9];
   uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty
   /// Alias table: a task's op id is a logical id; the front end replaces it with alias[op] (the jump-table
   /// slot) when it copies the task into the device queue. Identity unless a control task changed it.

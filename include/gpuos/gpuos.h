@@ -216,13 +216,19 @@ typedef struct gpuos_generation {
   uint64_t pause_ns;     /* time the kernel dispatched nothing during the switch (stop .. relaunched) */
   uint64_t build_ns;     /* compile + link of this generation (0 for a rollback) */
   uint64_t stop_ns;      /* of pause_ns: stopping the old kernel (its running tasks finish) */
-  uint64_t load_ns;      /* of pause_ns: loading the new image (and unloading the one before the previous) */
+  uint64_t load_ns;      /* of pause_ns: what was left of loading the new image once the kernel stopped */
   uint64_t launch_ns;    /* of pause_ns: launching the new kernel until every block runs */
   uint32_t compiled;     /* sources NVRTC compiled for it (cache hits do not count) */
   uint32_t linked;       /* 1 if nvJitLink ran, 0 if the image came from the cache */
   uint32_t changed;      /* 0: the call changed nothing (same content as the serving version): no switch */
-  uint32_t reserved;
+  uint32_t retired;      /* older generations' images still loaded after the switch (see below) */
+  uint64_t overlap_ns;   /* before the pause: the load ran this long while the old generation served */
+  uint64_t unload_ns;    /* of pause_ns: unloading retired images (only past 64 MiB of them) */
 } gpuos_generation;
+/* The image before the previous one is retired, not unloaded at once: an unload, like a load, needs the
+ * kernel stopped. Retired images are unloaded once the runtime has been idle (no task in flight) for a
+ * few milliseconds, at gpuos_suspend and at shutdown; a switch that would keep more than 64 MiB of them
+ * unloads the oldest inside its pause. */
 
 /* Compiles the operator source file `path` and switches to a generation that serves it (replacing the
  * version loaded from the same path). `out` may be NULL. */

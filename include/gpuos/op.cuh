@@ -54,10 +54,16 @@ struct OpEntry {
   TileFn tile;         ///< nullptr: no operator at this id
   TileFn finish;       ///< nullptr: none
   unsigned int arg_bytes;
-  unsigned int flags;
+  unsigned int flags;  ///< GPUOS_OP_* flags
 };
 
 }  // namespace gpuos
+
+/// OpEntry::flags: the operator writes memory the GPU reaches over the bus (mapped pinned host memory,
+/// a peer GPU's memory). Its completion record is then released at system scope, so the host sees
+/// those writes once it sees the record. Without the flag the release is at device scope: enough for
+/// device memory (which the host reads with copies, through the same L2), and cheaper.
+#define GPUOS_OP_HOST_WRITES 1u
 
 // ---- the device heap --------------------------------------------------------------------------------
 // Defined by the resident kernel's image (kernel/heap_ops.cuh), so an operator compiled later with NVRTC
@@ -105,13 +111,16 @@ inline constexpr bool tile_signature_ok =
 
 /// Declares operator NAME: emits the adapter gpuos_op_NAME_tile and the jump-table row
 /// gpuos_op_NAME_entry (an image's table holds the rows' addresses).
-#define GPUOS_OPERATOR(NAME, ARGS, TILE_FN)                                                        \
+#define GPUOS_OPERATOR(NAME, ARGS, TILE_FN) GPUOS_OPERATOR_FLAGS(NAME, ARGS, TILE_FN, 0u)
+
+/// As GPUOS_OPERATOR, with OpEntry flags (GPUOS_OP_HOST_WRITES).
+#define GPUOS_OPERATOR_FLAGS(NAME, ARGS, TILE_FN, FLAGS)                                           \
   GPUOS_OP_CHECK_(NAME, ARGS, TILE_FN)                                                             \
   extern "C" __device__ void gpuos_op_##NAME##_tile(const void* a, const ::gpuos::TileCtx& c) {    \
     TILE_FN(*static_cast<const ARGS*>(a), c);                                                      \
   }                                                                                                \
   extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
-      &gpuos_op_##NAME##_tile, nullptr, sizeof(ARGS), 0u};
+      &gpuos_op_##NAME##_tile, nullptr, sizeof(ARGS), (FLAGS)};
 
 /// As GPUOS_OPERATOR, with a finish function run once, on one block, after all tiles.
 #define GPUOS_OPERATOR_WITH_FINISH(NAME, ARGS, TILE_FN, FINISH_FN)                                 \

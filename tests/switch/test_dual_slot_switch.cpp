@@ -21,6 +21,10 @@ TEST_CASE("dual slot: 400 alias flips and rollbacks under load from 4 threads: o
   Runtime rt;
   rt.load_operator_source("tag_a.cu", test::tag_source("tag_a", 1));
   rt.load_operator_source("tag_b.cu", test::tag_source("tag_b", 2));
+  // The boot image is retired now; a suspend unloads it, so no idle-time unload (a relaunch) can
+  // happen during the flips.
+  rt.suspend();
+  rt.resume();
   const uint64_t launches = rt.stats().launches;
   std::vector<std::pair<uint64_t, unsigned>> cuts;
   cuts.push_back({rt.alias_set("tag", "tag_a"), 1});

@@ -4,6 +4,7 @@
 // removal retires an operator after its tasks; a generation rollback is a relaunch.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -139,5 +140,47 @@ TEST_CASE("online switch: removal retires an operator after its tasks; rollback 
   ones = 0;
   for (size_t i = 0; i < n; ++i) ones += h[i] == 1.0f;
   CHECK(ones == n);
+  CHECK(rt.stats().failed == 0);
+}
+
+TEST_CASE("online switch: old images are retired, then unloaded once the runtime is idle; tasks meanwhile run") {
+  constexpr size_t n = 4096;
+  test::DeviceBuffer out(n);
+  out.upload(std::vector<float>(n, 0.0f));
+  Runtime rt;
+  // A thread keeps the runtime busy, so no idle-time unload happens during the switches (compiles).
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop.load()) rt.wait(rt.submit(ops::nop()));
+  });
+  // Each load is a generation; the image before the previous one is retired (still loaded).
+  std::vector<uint32_t> retired;
+  for (unsigned v = 1; v <= 4; ++v) {
+    const auto g = rt.load_operator_source("tag.cu", test::tag_source("tag", v));
+    CHECK(g.changed == 1);
+    CHECK(g.unload_ns == 0);  // far below the bound: nothing unloaded inside the pause
+    retired.push_back(g.retired);
+  }
+  stop.store(true);
+  busy.join();
+  CHECK(retired == std::vector<uint32_t>{0, 1, 2, 3});
+  // Idle: the monitor stops the kernel, unloads them and relaunches.
+  const uint64_t launches = rt.stats().launches;
+  CHECK(launches == 1 + 4);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (rt.stats().launches == launches && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  CHECK(rt.stats().launches == launches + 1);
+  // The next switch retires exactly one image: the others are gone.
+  const auto g = rt.load_operator_source("tag.cu", test::tag_source("tag", 5));
+  CHECK(g.retired == 1);
+  // And the runtime serves as before, on the newest code.
+  const uint32_t op = rt.op_id("tag");
+  for (size_t i = 0; i < n; ++i) rt.submit(Task::make(op, 1, test::TagArgs{out.get() + i, 0}));
+  REQUIRE(test::drain_or_report(rt, 20s));
+  const std::vector<float> h = out.download();
+  size_t fives = 0;
+  for (float v : h) fives += v == 5.0f;
+  CHECK(fives == n);
   CHECK(rt.stats().failed == 0);
 }

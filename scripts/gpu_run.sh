@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs the GPU suites and the benchmarks straight from a build, with no setup step: for a GPU machine
+# that has the CUDA driver but no network (build elsewhere, bring the build folder along).
+#
+#   scripts/gpu_run.sh OUT_DIR [BUILD_DIR] [PART...]
+#
+# PART: tests (every GPU suite binary), run (gpuos run --ops-dir examples/ops), dispatch, throughput,
+# large, hotpatch, alloc, module; default: tests run dispatch throughput large hotpatch.
+# Environment: REPEAT (runs of each test binary, default 1), STEP_TIMEOUT (seconds per step, default 300),
+# BENCH_ARGS_<part> (extra arguments of that benchmark, e.g. BENCH_ARGS_large="--sizes 67108864").
+# Logs and JSON go to OUT_DIR/logs, packed into OUT_DIR/logs.tar.gz; a summary line per step goes to
+# OUT_DIR/summary.txt (and stdout). Exit status: 0 when every step passed.
+set -u
+out=${1:?usage: scripts/gpu_run.sh OUT_DIR [BUILD_DIR] [PART...]}
+build=${2:-build}
+shift $(( $# >= 2 ? 2 : $# ))
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(tests run dispatch throughput large hotpatch)
+repeat=${REPEAT:-1}
+limit=${STEP_TIMEOUT:-300}
+logs=$out/logs
+mkdir -p "$logs"
+summary=$out/summary.txt
+status=0
+
+step() {  # step NAME LOG COMMAND...
+  local name=$1 log=$2
+  shift 2
+  local t0=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+  local rc=$?
+  local verdict=pass
+  if [ $rc -ne 0 ]; then
+    verdict="FAIL (exit $rc)"
+    [ $rc -eq 124 ] && verdict="FAIL (timed out)"
+    status=1
+  fi
+  printf '%-28s %-24s %4ds\n' "$name" "$verdict" $((SECONDS - t0)) | tee -a "$summary"
+  return $rc
+}
+
+"$build/tools/gpuos" info >"$logs/gpuos_info.txt" 2>&1 || { echo "gpu_run: no usable CUDA device"; cat "$logs/gpuos_info.txt"; exit 3; }
+head -n 3 "$logs/gpuos_info.txt" | tee -a "$summary"
+
+for part in "${parts[@]}"; do
+  case $part in
+    tests)
+      for exe in "$build"/tests/gpuos_gpu_*; do
+        [ -f "$exe" ] && [ -x "$exe" ] || continue
+        name=$(basename "$exe")
+        for ((i = 1; i <= repeat; ++i)); do
+          step "$name#$i" "$logs/$name.$i.log" "$exe"
+          [ $? -ne 0 ] || [ "$i" -gt 1 ] || grep -h "test cases:" "$logs/$name.$i.log" | tail -n 1 >>"$summary"
+        done
+      done ;;
+    run) step "gpuos run --ops-dir" "$logs/gpuos_run.log" "$build/tools/gpuos" run --ops-dir examples/ops ;;
+    dispatch|throughput|large|hotpatch|alloc|module)
+      extra_var=BENCH_ARGS_$part
+      # shellcheck disable=SC2086  # word splitting of the extra arguments is intended
+      step "bench_$part" "$logs/bench_$part.log" "$build/bench/bench_$part" --json "$logs/bench_$part.json" ${!extra_var:-}
+      # The closing lines of a benchmark are its verdicts.
+      grep -E "target|ratio|p50|GB/s" "$logs/bench_$part.log" | tail -n 12 >>"$summary" ;;
+    *) echo "gpu_run: unknown part '$part'" | tee -a "$summary"; status=1 ;;
+  esac
+done
+tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$logs"
+exit $status
