@@ -78,13 +78,11 @@ struct BlockShared {
   double local_scratch;  // scratch of a task the front end runs itself
   uint64_t ticket;
   uint32_t action;
-  uint32_t valid;  // claim valid / window readiness
+  uint32_t valid;  // the claim got tiles
   uint32_t tile;
   uint32_t last;  // this block finished the task's last tile
   uint32_t more;  // the claim left tiles for a later claim
   uint32_t board_slot;
-  uint32_t stop;
-  uint32_t tiles0;
 };
 
 /// Copies the jump table's rows into sh.ops (all threads; a barrier follows before any use).
@@ -297,14 +295,22 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
   const uint64_t launch = s.launches;
   // The alias table, in shared memory: every copied task's op goes through it.
   __shared__ uint16_t alias[GPUOS_MAX_OPS];
-  __shared__ uint32_t control_at;  // index in the window of the first control task
+  // What a poll found, for the whole block. Three buffers, so a poll needs one barrier: thread 0
+  // resets the buffer of the poll after next before this poll's barrier (the last readers of that
+  // buffer, two polls back, have all passed the previous poll's barrier), and the others' atomicMins
+  // into it come after this barrier.
+  struct PollResult {
+    uint32_t ready;       // index of the first slot that is not ready (~0u: all were)
+    uint32_t control_at;  // index of the first control task (~0u: none)
+    uint32_t stop;
+    uint32_t tiles0;      // tiles of the first slot
+  };
+  __shared__ PollResult polls[3];
   for (uint32_t i = tid; i < GPUOS_MAX_OPS; i += GPUOS_BLOCK_THREADS) alias[i] = s.alias[i];
+  if (tid < 3) polls[tid] = PollResult{~0u, ~0u, 0u, 0u};
+  __syncthreads();
   for (uint64_t iter = 0;; ++iter) {
-    if (tid == 0) {
-      sh.valid = window;  // becomes the index of the first slot that is not ready
-      control_at = window;
-    }
-    __syncthreads();
+    PollResult& pr = polls[iter % 3];
     // All reads of the ring and the control word go out together: one round trip. The control word is
     // read on every kStopPollEvery-th poll only: a second line in the same poll costs ~0.3-0.5 us of
     // round trip (bench_dispatch's ladder), a stop waits a few polls longer.
@@ -322,20 +328,20 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     for (uint32_t k = 0; k < kLoadsPerThread; ++k) {
       const uint32_t ci = tid + k * GPUOS_BLOCK_THREADS;
       if (ci < nchunks && v[k].w != stamp_of(head + ci / kSlotChunks, p.log2_capacity))
-        atomicMin(&sh.valid, ci / kSlotChunks);
+        atomicMin(&pr.ready, ci / kSlotChunks);
       else if (ci < nchunks && ci % kSlotChunks == 0 && (v[k].x & 0xffffu) == GPUOS_OP_CONTROL)
-        atomicMin(&control_at, ci / kSlotChunks);
+        atomicMin(&pr.control_at, ci / kSlotChunks);
     }
     if (tid == 0) {
-      sh.stop = stop_run == p.run_id;
-      sh.tiles0 = v[0].y;  // chunk 0 of slot 0: op|arg_bytes, tiles, args[0..3]
+      pr.stop = stop_run == p.run_id;
+      pr.tiles0 = v[0].y;  // chunk 0 of slot 0: op|arg_bytes, tiles, args[0..3]
+      polls[(iter + 1) % 3] = PollResult{~0u, ~0u, 0u, 0u};  // the next poll's
       if (trace) t_return = global_ns();  // after thread 0's reads returned (its stamp was compared)
     }
     __syncthreads();
-    uint32_t ready = sh.valid;
-    const uint32_t ctl = control_at, tiles0 = sh.tiles0;
-    const bool stop = sh.stop;
-    __syncthreads();  // everyone has read sh before thread 0 writes it again
+    uint32_t ready = pr.ready < window ? pr.ready : window;
+    const uint32_t ctl = pr.control_at, tiles0 = pr.tiles0;
+    const bool stop = pr.stop;
     if (stop) break;  // what this poll saw stays in the ring for the next launch
     // Tasks before a control task are copied with the old alias table; the control task is applied
     // alone, in its turn; the tasks after it wait for the next poll.
@@ -357,8 +363,9 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       if (tid == 0) apply_control(p, alias, v[0], kind, head);
       __syncthreads();
     } else if (lone) {
-      // Lone single-tile task: run it here, no hand-off. Its entry is never armed, so the worker that
-      // claims this ticket finds no tile (the entry's claim word is exhausted since its last use).
+      // Lone single-tile task: run it here, no hand-off, one barrier between the poll and the tile.
+      // Its entry is never armed, so the worker that claims this ticket finds no tile (the entry's
+      // claim word is exhausted since its last use).
       if (tid < kSlotChunks) {
         auto* w = reinterpret_cast<uint32_t*>(&sh.payload) + 3 * tid;
         w[0] = tid == 0 ? resolve_op(v[0].x, alias) : v[0].x;
@@ -371,8 +378,8 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       }
       __syncthreads();
       uint32_t st;
-      run_tile(sh, validate(sh, st), sh.ctx[0], 0);
-      __syncthreads();
+      if (const OpEntry* op = validate(sh, st)) op->tile(sh.payload.args, sh.ctx[0]);
+      __syncthreads();  // the tile's writes, before the record
       complete(p, sh, sh.ctx[0]);
       if (tid == 0) {
         // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself. After
@@ -381,7 +388,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         e.ticket = head;
         e.pad = 1u | static_cast<uint32_t>(launch << 1);
       }
-      __syncthreads();
+      // No barrier: sh.payload and sh.ctx are next written after the next poll's barrier.
     } else {
       // Copy the ready slots into the device queue, arm each entry, then publish them all.
 #pragma unroll
