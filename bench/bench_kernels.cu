@@ -109,3 +109,46 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS)
   const gpuos::TileCtx ctx{blockIdx.x, gridDim.x, 0ull, smem, scratch};
   gpuos::builtin::add_tile(args, ctx);
 }
+
+// ---- bench_large's diagnostics: the resident kernel's per-tile path, piece by piece ---------------------
+/// The add tile behind the jump-table signature, reached through a pointer the compiler cannot resolve.
+__device__ __noinline__ void bench_add_tile_adapter(const void* a, const gpuos::TileCtx& c) {
+  gpuos::builtin::add_tile(*static_cast<const gpuos_binary_args*>(a), c);
+}
+__device__ gpuos::TileFn bench_add_tile_ptr = &bench_add_tile_adapter;
+
+/// A persistent grid at the resident kernel's register budget (GPUOS_MIN_BLOCKS_PER_SM blocks per SM,
+/// GPUOS_MAX_REGISTERS) running every tile of an add:
+///   mode 0: tiles assigned statically (grid-stride), the tile function inlined, no barrier between tiles
+///   mode 1: statically assigned, called through a function pointer with args and TileCtx in shared
+///           memory and one barrier per tile (the resident kernel's per-tile path without claims)
+///   mode 2: mode 1, tiles claimed one at a time from `counter` by thread 0 (relaxed atomic) and
+///           broadcast through shared memory
+extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOCKS_PER_SM)
+    bench_persistent_add(gpuos_binary_args args, unsigned tiles, unsigned mode, unsigned* counter) {
+  __shared__ __align__(16) unsigned char smem[GPUOS_TILE_SMEM_BYTES];
+  __shared__ gpuos_binary_args sargs;
+  __shared__ gpuos::TileCtx ctx[2];
+  __shared__ unsigned next;
+  if (mode == 0) {
+    for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const gpuos::TileCtx c{t, tiles, 0ull, smem, nullptr};
+      gpuos::builtin::add_tile(args, c);
+    }
+    return;
+  }
+  const gpuos::TileFn fn = *const_cast<const volatile gpuos::TileFn*>(&bench_add_tile_ptr);
+  if (threadIdx.x == 0) sargs = args;
+  unsigned t = blockIdx.x;
+  for (unsigned i = 0;; ++i) {
+    if (threadIdx.x == 0) {
+      if (mode == 2) t = atomicAdd(counter, 1u);
+      next = t;
+      ctx[i & 1] = gpuos::TileCtx{t, tiles, 0ull, smem, nullptr};
+    }
+    __syncthreads();
+    if (next >= tiles) break;
+    fn(&sargs, ctx[i & 1]);
+    t += gridDim.x;
+  }
+}

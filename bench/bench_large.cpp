@@ -61,6 +61,7 @@ struct SizeResult {
   std::uint64_t n = 0;
   std::vector<double> direct_event_us, direct_wall_us, gpuos_us;
   std::vector<double> direct_capped_us;  // direct@R (events)
+  std::vector<double> persist_us[3];     // bench_persistent_add modes 0..2 (events)
 };
 
 double median(std::vector<double> v) {
@@ -125,6 +126,37 @@ void measure_direct(const Config& c, const BenchModule& m, const Stream& s, cons
   BENCH_CU(cuEventDestroy(stop));
 }
 
+/// The persistent diagnostics (bench_kernels.cu, bench_persistent_add): grid = R blocks per SM.
+void measure_persistent(const Config& c, const BenchModule& m, const Stream& s, const DeviceArray& out,
+                        const DeviceArray& a, const DeviceArray& b, int sms, std::vector<SizeResult>& results) {
+  CUfunction fn = m.get("bench_persistent_add");
+  DeviceArray counter(sizeof(unsigned));
+  CUevent start = nullptr, stop = nullptr;
+  BENCH_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
+  BENCH_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  const unsigned grid = static_cast<unsigned>(sms) * GPUOS_MIN_BLOCKS_PER_SM;
+  for (SizeResult& r : results) {
+    gpuos_binary_args args{out.as<float>(), a.as<const float>(), b.as<const float>(), r.n};
+    unsigned tiles = gpuos_tiles_for(r.n);
+    CUdeviceptr cptr = counter.ptr();
+    for (unsigned mode = 0; mode < 3; ++mode) {
+      void* params[] = {&args, &tiles, &mode, &cptr};
+      for (int rep = 0; rep < c.warmup + c.reps; ++rep) {
+        BENCH_CU(cuMemsetD32Async(cptr, 0, 1, s.get()));
+        BENCH_CU(cuEventRecord(start, s.get()));
+        BENCH_CU(cuLaunchKernel(fn, grid, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, 0, s.get(), params, nullptr));
+        BENCH_CU(cuEventRecord(stop, s.get()));
+        BENCH_CU(cuStreamSynchronize(s.get()));
+        float ms = 0;
+        BENCH_CU(cuEventElapsedTime(&ms, start, stop));
+        if (rep >= c.warmup) r.persist_us[mode].push_back(static_cast<double>(ms) * 1e3);
+      }
+    }
+  }
+  BENCH_CU(cuEventDestroy(start));
+  BENCH_CU(cuEventDestroy(stop));
+}
+
 // ---- gpuos ------------------------------------------------------------------------------------------
 
 DeviceInfo measure_gpuos(const Config& c, const DeviceArray& out, const DeviceArray& a, const DeviceArray& b,
@@ -183,13 +215,16 @@ int run(int argc, char** argv) {
               dev.driver_version, gpuos_build_info(), c.reps, c.warmup);
 
   std::vector<SizeResult> results;
-  for (std::int64_t n : c.sizes) results.push_back(SizeResult{static_cast<std::uint64_t>(n), {}, {}, {}, {}});
+  for (std::int64_t n : c.sizes) results.push_back(SizeResult{static_cast<std::uint64_t>(n), {}, {}, {}, {}, {}});
   unsigned capped_smem = 0;
   {
     BenchModule m;  // loaded and unloaded while no resident kernel runs
     measure_direct(c, m, s, out, a, b, scratch, results);
     capped_smem = smem_for_blocks_per_sm(m.get("bench_direct_add"), static_cast<int>(GPUOS_MIN_BLOCKS_PER_SM));
     if (capped_smem) measure_direct(c, m, s, out, a, b, scratch, results, capped_smem);
+    int sms = 0;
+    BENCH_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev.dev));
+    measure_persistent(c, m, s, out, a, b, sms, results);
   }
   const std::uint64_t direct_wrong = count_wrong(s, out, n_max);
   s.poison(out.ptr(), n_max);
@@ -207,6 +242,12 @@ int run(int argc, char** argv) {
     std::printf("%12llu %8u %14.1f %14.1f %16.1f %12.1f %14.3f\n", static_cast<unsigned long long>(r.n),
                 gpuos_tiles_for(r.n), d, dw, dc, g, g / d);
   }
+  std::printf("diagnostic, a persistent grid at the resident kernel's budget (GB/s): static+inline, "
+              "static+indirect+barrier, claimed+indirect+barrier\n");
+  for (const SizeResult& r : results)
+    std::printf("%12llu %14.1f %14.1f %14.1f\n", static_cast<unsigned long long>(r.n),
+                gbps(r.n, median(r.persist_us[0])), gbps(r.n, median(r.persist_us[1])),
+                gbps(r.n, median(r.persist_us[2])));
   const SizeResult& head = results.back();
   const double head_direct = gbps(head.n, median(head.direct_event_us));
   const double head_gpuos = gbps(head.n, median(head.gpuos_us));
@@ -230,6 +271,9 @@ int run(int argc, char** argv) {
     j.array("direct_event_us_raw", r.direct_event_us).array("gpuos_us_raw", r.gpuos_us);
     if (!r.direct_capped_us.empty())
       j.field("direct_capped_median_gbps", gbps(r.n, median(r.direct_capped_us)));
+    j.field("persistent_static_inline_gbps", gbps(r.n, median(r.persist_us[0])))
+        .field("persistent_static_indirect_gbps", gbps(r.n, median(r.persist_us[1])))
+        .field("persistent_claimed_indirect_gbps", gbps(r.n, median(r.persist_us[2])));
     j.field("direct_median_gbps", gbps(r.n, median(r.direct_event_us)))
         .field("direct_wall_median_gbps", gbps(r.n, median(r.direct_wall_us)))
         .field("gpuos_median_gbps", gbps(r.n, median(r.gpuos_us)))

@@ -712,20 +712,24 @@ std::string Runtime::diagnose() {
       // The recorder's position is kept in a register while the kernel runs: order the records by
       // (launch, head) instead, then show discontinuities (a poll that did not start where the
       // previous one ended) and the polls around the oldest pending ticket.
-      struct Rec { uint64_t head, ready, window, launch, t_issue, t_return, t_done; };
+      struct Rec { uint64_t head, ready, window, launch, t_issue, t_return, t_done, steps; };
       std::vector<Rec> recs;
       for (uint32_t i = 0; i < abi::kTraceRecords; ++i) {
         const uint64_t* w = &tr[abi::kTraceWords * i];
-        if (w[1] != 0) recs.push_back({w[0], w[1], w[2], w[3], w[4], w[5], w[6]});
+        if (w[1] != 0) recs.push_back({w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]});
       }
       // Where a task's time goes inside the front end (device clock): the poll's round trip over the
       // bus, and the hand-over (a lone task: run + completion record; else: copy + publish).
       for (const bool lone : {true, false}) {
-        std::vector<double> rt, work;
+        std::vector<double> rt, work, tiled, recorded;
         for (const Rec& r : recs) {
           if ((r.window >> 32 != 0) != lone || r.t_return < r.t_issue || r.t_done < r.t_return) continue;
           rt.push_back(static_cast<double>(r.t_return - r.t_issue) * 1e-3);
           work.push_back(static_cast<double>(r.t_done - r.t_return) * 1e-3);
+          if (r.steps) {
+            tiled.push_back(static_cast<double>(r.steps >> 32) * 1e-3);
+            recorded.push_back(static_cast<double>(r.steps & 0xffffffffu) * 1e-3);
+          }
         }
         if (rt.empty()) continue;
         auto pct = [](std::vector<double>& v, double q) {
@@ -739,6 +743,13 @@ std::string Runtime::diagnose() {
                       lone ? "lone tasks" : "copied tasks", rt.size(), pct(rt, 0.5), pct(rt, 0.9),
                       lone ? "run + completion record" : "copy + publish", pct(work, 0.5), pct(work, 0.9));
         line(buf);
+        if (!tiled.empty()) {
+          std::snprintf(buf, sizeof buf,
+                        "front-end timing (lone tasks): after the poll, tile done p50 %.2f us, completion record "
+                        "written p50 %.2f us",
+                        pct(tiled, 0.5), pct(recorded, 0.5));
+          line(buf);
+        }
       }
       std::sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) {
         return a.launch != b.launch ? a.launch < b.launch : a.head < b.head;

@@ -314,7 +314,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     // All reads of the ring and the control word go out together: one round trip. The control word is
     // read on every kStopPollEvery-th poll only: a second line in the same poll costs ~0.3-0.5 us of
     // round trip (bench_dispatch's ladder), a stop waits a few polls longer.
-    unsigned long long stop_run = 0, t_issue = 0, t_return = 0;
+    unsigned long long stop_run = 0, t_issue = 0, t_return = 0, t_tiled = 0, t_recorded = 0;
     if (tid == 0 && trace) t_issue = global_ns();
     if (tid == 0 && (iter % kStopPollEvery) == 0) stop_run = load_sys_u64(&p.control->stop_run);
     uint4 v[kLoadsPerThread];
@@ -380,8 +380,10 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       uint32_t st;
       if (const OpEntry* op = validate(sh, st)) op->tile(sh.payload.args, sh.ctx[0]);
       __syncthreads();  // the tile's writes, before the record
+      if (tid == 0 && trace) t_tiled = global_ns();
       complete(p, sh, sh.ctx[0]);
       if (tid == 0) {
+        if (trace) t_recorded = global_ns();
         // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself. After
         // the completion record, so the record's fence does not wait for these stores.
         DqEntry& e = p.dq[head & mask];
@@ -440,7 +442,8 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         r[4] = t_issue;
         r[5] = t_return;
         r[6] = global_ns();
-        r[7] = 0;
+        // A lone task's steps, in ns after t_return: tile run (+ barrier) | completion record written.
+        r[7] = t_tiled ? ((t_tiled - t_return) << 32) | (t_recorded - t_return) : 0;
       }
     }
     head += ready;

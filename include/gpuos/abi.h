@@ -162,10 +162,10 @@ GPUOS_HD inline constexpr int32_t claim_remaining(uint64_t claim) {
 inline constexpr uint64_t kClaimOne = 1ull << 32;
 
 /// Records in the front end's flight recorder (DeviceState::trace), one for every poll that found work:
-/// {head, ready, window | lone << 32, launch, t_issue, t_return, t_done, 0}: device times in ns
+/// {head, ready, window | lone << 32, launch, t_issue, t_return, t_done, steps}: device times in ns
 /// (%globaltimer) when the poll's reads were issued, when they returned, and when the poll's work was
 /// handed over (published to the workers, or, for a lone task the front end ran, its completion record
-/// written).
+/// written); for a lone task, steps = (tile done - t_return) << 32 | (record written - t_return).
 inline constexpr uint32_t kTraceRecords = 1u << 16;
 inline constexpr uint32_t kTraceWords = 8;
 
