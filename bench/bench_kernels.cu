@@ -124,6 +124,8 @@ __device__ gpuos::TileFn bench_add_tile_ptr = &bench_add_tile_adapter;
 ///           memory and one barrier per tile (the resident kernel's per-tile path without claims)
 ///   mode 2: mode 1, tiles claimed one at a time from `counter` by thread 0 (relaxed atomic) and
 ///           broadcast through shared memory
+///   mode 3: statically assigned, called through a function pointer, no barrier (each thread its own
+///           TileCtx): the call's cost alone
 extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOCKS_PER_SM)
     bench_persistent_add(gpuos_binary_args args, unsigned tiles, unsigned mode, unsigned* counter) {
   __shared__ __align__(16) unsigned char smem[GPUOS_TILE_SMEM_BYTES];
@@ -139,6 +141,15 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
   }
   const gpuos::TileFn fn = *const_cast<const volatile gpuos::TileFn*>(&bench_add_tile_ptr);
   if (threadIdx.x == 0) sargs = args;
+  if (mode == 3) {
+    __syncthreads();
+    gpuos::TileCtx c{0u, tiles, 0ull, smem, nullptr};
+    for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x) {
+      c.tile = t;
+      fn(&sargs, c);
+    }
+    return;
+  }
   unsigned t = blockIdx.x;
   for (unsigned i = 0;; ++i) {
     if (threadIdx.x == 0) {

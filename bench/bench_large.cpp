@@ -61,7 +61,7 @@ struct SizeResult {
   std::uint64_t n = 0;
   std::vector<double> direct_event_us, direct_wall_us, gpuos_us;
   std::vector<double> direct_capped_us;  // direct@R (events)
-  std::vector<double> persist_us[3];     // bench_persistent_add modes 0..2 (events)
+  std::vector<double> persist_us[4];     // bench_persistent_add modes 0..3 (events)
 };
 
 double median(std::vector<double> v) {
@@ -139,7 +139,7 @@ void measure_persistent(const Config& c, const BenchModule& m, const Stream& s, 
     gpuos_binary_args args{out.as<float>(), a.as<const float>(), b.as<const float>(), r.n};
     unsigned tiles = gpuos_tiles_for(r.n);
     CUdeviceptr cptr = counter.ptr();
-    for (unsigned mode = 0; mode < 3; ++mode) {
+    for (unsigned mode = 0; mode < 4; ++mode) {
       void* params[] = {&args, &tiles, &mode, &cptr};
       for (int rep = 0; rep < c.warmup + c.reps; ++rep) {
         BENCH_CU(cuMemsetD32Async(cptr, 0, 1, s.get()));
@@ -243,11 +243,11 @@ int run(int argc, char** argv) {
                 gpuos_tiles_for(r.n), d, dw, dc, g, g / d);
   }
   std::printf("diagnostic, a persistent grid at the resident kernel's budget (GB/s): static+inline, "
-              "static+indirect+barrier, claimed+indirect+barrier\n");
+              "static+indirect+barrier, claimed+indirect+barrier, static+indirect\n");
   for (const SizeResult& r : results)
-    std::printf("%12llu %14.1f %14.1f %14.1f\n", static_cast<unsigned long long>(r.n),
+    std::printf("%12llu %14.1f %14.1f %14.1f %14.1f\n", static_cast<unsigned long long>(r.n),
                 gbps(r.n, median(r.persist_us[0])), gbps(r.n, median(r.persist_us[1])),
-                gbps(r.n, median(r.persist_us[2])));
+                gbps(r.n, median(r.persist_us[2])), gbps(r.n, median(r.persist_us[3])));
   const SizeResult& head = results.back();
   const double head_direct = gbps(head.n, median(head.direct_event_us));
   const double head_gpuos = gbps(head.n, median(head.gpuos_us));
@@ -273,7 +273,8 @@ int run(int argc, char** argv) {
       j.field("direct_capped_median_gbps", gbps(r.n, median(r.direct_capped_us)));
     j.field("persistent_static_inline_gbps", gbps(r.n, median(r.persist_us[0])))
         .field("persistent_static_indirect_gbps", gbps(r.n, median(r.persist_us[1])))
-        .field("persistent_claimed_indirect_gbps", gbps(r.n, median(r.persist_us[2])));
+        .field("persistent_claimed_indirect_gbps", gbps(r.n, median(r.persist_us[2])))
+        .field("persistent_static_indirect_nobarrier_gbps", gbps(r.n, median(r.persist_us[3])));
     j.field("direct_median_gbps", gbps(r.n, median(r.direct_event_us)))
         .field("direct_wall_median_gbps", gbps(r.n, median(r.direct_wall_us)))
         .field("gpuos_median_gbps", gbps(r.n, median(r.gpuos_us)))
