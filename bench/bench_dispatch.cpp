@@ -30,7 +30,7 @@ const char* kHelp =
     "  launch+sync  cuLaunchKernel of an empty kernel + cuStreamSynchronize\n"
     "  graph+sync   1-node CUDA graph: cuGraphLaunch + cuStreamSynchronize\n"
     "  pp+...       the floor's ladder: the ping-pong plus one piece of the resident kernel's path\n"
-    "               (fence.gpu / fence.sys before the echo; a 16-byte read; a second line read each\n"
+    "               (fence.gpu / fence.sys / fence.release.gpu / fence.release.sys before the echo; a 16-byte read; a second line read each\n"
     "               poll; a one-warp poll; the front end's block-wide poll)\n"
     "  gpuos nop    gpuos submit(nop) + wait\n"
     "  gpuos add256 gpuos submit(add of 256 floats) + wait\n"
@@ -219,6 +219,8 @@ int run(int argc, char** argv) {
     rows.push_back({"pp block", to_us(measure_ping_pong(c, m, s, 4))});
     rows.push_back({"pp block+2nd", to_us(measure_ping_pong(c, m, s, 4 | 32))});
     rows.push_back({"pp block+gpu", to_us(measure_ping_pong(c, m, s, 4 | 1))});
+    rows.push_back({"pp+rel.gpu", to_us(measure_ping_pong(c, m, s, 64))});
+    rows.push_back({"pp+rel.sys", to_us(measure_ping_pong(c, m, s, 128))});
   }
   GpuosResult g = guarded("gpuos", [&] { return measure_gpuos(c, out, a, b); });
   rows.push_back({"gpuos nop", to_us(std::move(g.nop))});

@@ -30,7 +30,8 @@ extern "C" __global__ void bench_ping_pong(const volatile unsigned* ping, volati
 /// echo; 4 = the whole block polls as the front end does (8 threads read the 128-byte line in 16-byte
 /// chunks, a shared-memory min of the ready flags, three barriers per poll); 8 = one thread polls with
 /// a 16-byte read; 16 = one warp polls (8 lanes read 16 bytes each, a ballot, no barrier); 32 = the
-/// poller also reads a second line each poll (the front end's stop word). Thread 0 echoes.
+/// poller also reads a second line each poll (the front end's stop word); 64 / 128 = fence.release.gpu /
+/// fence.release.sys (release-only, PTX 8.6+) before the echo. Thread 0 echoes.
 extern "C" __global__ void bench_ping_ladder(const volatile unsigned* ping, volatile unsigned* pong, unsigned mode) {
   __shared__ unsigned ready;
   __shared__ unsigned seen;
@@ -88,6 +89,8 @@ extern "C" __global__ void bench_ping_ladder(const volatile unsigned* ping, vola
     if (threadIdx.x == 0) {
       if (mode & 1u) asm volatile("fence.acq_rel.gpu;" ::: "memory");
       if (mode & 2u) asm volatile("fence.acq_rel.sys;" ::: "memory");
+      if (mode & 64u) asm volatile("fence.release.gpu;" ::: "memory");
+      if (mode & 128u) asm volatile("fence.release.sys;" ::: "memory");
       *pong = v;
     }
     last = v;
@@ -116,6 +119,19 @@ __device__ __noinline__ void bench_add_tile_adapter(const void* a, const gpuos::
   gpuos::builtin::add_tile(*static_cast<const gpuos_binary_args*>(a), c);
 }
 __device__ gpuos::TileFn bench_add_tile_ptr = &bench_add_tile_adapter;
+/// Several consecutive tiles per call, the loop compiled inside the adapter (with or without a barrier
+/// between the tiles).
+template <bool kBarrier>
+__device__ __noinline__ void bench_add_range_adapter(const void* a, const gpuos::TileCtx& c, unsigned count) {
+  gpuos::TileCtx t = c;
+  for (unsigned i = 0; i < count; ++i) {
+    if (kBarrier && i) __syncthreads();
+    t.tile = c.tile + i;
+    gpuos::builtin::add_tile(*static_cast<const gpuos_binary_args*>(a), t);
+  }
+}
+using BenchRangeFn = void (*)(const void*, const gpuos::TileCtx&, unsigned);
+__device__ BenchRangeFn bench_add_range_ptr[2] = {&bench_add_range_adapter<false>, &bench_add_range_adapter<true>};
 
 /// A persistent grid at the resident kernel's register budget (GPUOS_MIN_BLOCKS_PER_SM blocks per SM,
 /// GPUOS_MAX_REGISTERS) running every tile of an add:
@@ -126,16 +142,34 @@ __device__ gpuos::TileFn bench_add_tile_ptr = &bench_add_tile_adapter;
 ///           broadcast through shared memory
 ///   mode 3: statically assigned, called through a function pointer, no barrier (each thread its own
 ///           TileCtx): the call's cost alone
+///   mode 4: mode 0 with a barrier per tile
+///   mode 5: runs of 8 consecutive tiles assigned statically, one call of a range adapter per run
+///           (the loop over the run compiled inside it), a barrier between the tiles
+///   mode 6: mode 5 without the barrier
 extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOCKS_PER_SM)
     bench_persistent_add(gpuos_binary_args args, unsigned tiles, unsigned mode, unsigned* counter) {
   __shared__ __align__(16) unsigned char smem[GPUOS_TILE_SMEM_BYTES];
   __shared__ gpuos_binary_args sargs;
   __shared__ gpuos::TileCtx ctx[2];
   __shared__ unsigned next;
-  if (mode == 0) {
+  if (mode == 0 || mode == 4) {
     for (unsigned t = blockIdx.x; t < tiles; t += gridDim.x) {
+      if (mode == 4) __syncthreads();
       const gpuos::TileCtx c{t, tiles, 0ull, smem, nullptr};
       gpuos::builtin::add_tile(args, c);
+    }
+    return;
+  }
+  if (mode == 5 || mode == 6) {
+    const BenchRangeFn fn = *const_cast<const volatile BenchRangeFn*>(&bench_add_range_ptr[mode == 5 ? 1 : 0]);
+    if (threadIdx.x == 0) sargs = args;
+    __syncthreads();
+    gpuos::TileCtx c{0u, tiles, 0ull, smem, nullptr};
+    for (unsigned run = blockIdx.x; run * 8u < tiles; run += gridDim.x) {
+      c.tile = run * 8u;
+      const unsigned count = tiles - run * 8u < 8u ? tiles - run * 8u : 8u;
+      __syncthreads();
+      fn(&sargs, c, count);
     }
     return;
   }

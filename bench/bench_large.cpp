@@ -61,7 +61,8 @@ struct SizeResult {
   std::uint64_t n = 0;
   std::vector<double> direct_event_us, direct_wall_us, gpuos_us;
   std::vector<double> direct_capped_us;  // direct@R (events)
-  std::vector<double> persist_us[4];     // bench_persistent_add modes 0..3 (events)
+  std::vector<double> persist_us[9];     // bench_persistent_add modes 0..6; 7, 8: modes 1, 5 with the
+                                         // shared-memory carve-out set to the largest L1
 };
 
 double median(std::vector<double> v) {
@@ -139,7 +140,10 @@ void measure_persistent(const Config& c, const BenchModule& m, const Stream& s, 
     gpuos_binary_args args{out.as<float>(), a.as<const float>(), b.as<const float>(), r.n};
     unsigned tiles = gpuos_tiles_for(r.n);
     CUdeviceptr cptr = counter.ptr();
-    for (unsigned mode = 0; mode < 4; ++mode) {
+    for (unsigned slot = 0; slot < 9; ++slot) {
+      unsigned mode = slot < 7 ? slot : (slot == 7 ? 1u : 5u);
+      BENCH_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                  slot < 7 ? -1 : static_cast<int>(CU_SHAREDMEM_CARVEOUT_MAX_L1)));
       void* params[] = {&args, &tiles, &mode, &cptr};
       for (int rep = 0; rep < c.warmup + c.reps; ++rep) {
         BENCH_CU(cuMemsetD32Async(cptr, 0, 1, s.get()));
@@ -149,7 +153,7 @@ void measure_persistent(const Config& c, const BenchModule& m, const Stream& s, 
         BENCH_CU(cuStreamSynchronize(s.get()));
         float ms = 0;
         BENCH_CU(cuEventElapsedTime(&ms, start, stop));
-        if (rep >= c.warmup) r.persist_us[mode].push_back(static_cast<double>(ms) * 1e3);
+        if (rep >= c.warmup) r.persist_us[slot].push_back(static_cast<double>(ms) * 1e3);
       }
     }
   }
@@ -243,11 +247,15 @@ int run(int argc, char** argv) {
                 gpuos_tiles_for(r.n), d, dw, dc, g, g / d);
   }
   std::printf("diagnostic, a persistent grid at the resident kernel's budget (GB/s): static+inline, "
-              "static+indirect+barrier, claimed+indirect+barrier, static+indirect\n");
+              "static+indirect+barrier, claimed+indirect+barrier, static+indirect, static+inline+barrier, "
+              "8-tile range call+barrier, 8-tile range call; max L1: static+indirect+barrier, range+barrier\n");
   for (const SizeResult& r : results)
-    std::printf("%12llu %14.1f %14.1f %14.1f %14.1f\n", static_cast<unsigned long long>(r.n),
+    std::printf("%12llu %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", static_cast<unsigned long long>(r.n),
                 gbps(r.n, median(r.persist_us[0])), gbps(r.n, median(r.persist_us[1])),
-                gbps(r.n, median(r.persist_us[2])), gbps(r.n, median(r.persist_us[3])));
+                gbps(r.n, median(r.persist_us[2])), gbps(r.n, median(r.persist_us[3])),
+                gbps(r.n, median(r.persist_us[4])), gbps(r.n, median(r.persist_us[5])),
+                gbps(r.n, median(r.persist_us[6])), gbps(r.n, median(r.persist_us[7])),
+                gbps(r.n, median(r.persist_us[8])));
   const SizeResult& head = results.back();
   const double head_direct = gbps(head.n, median(head.direct_event_us));
   const double head_gpuos = gbps(head.n, median(head.gpuos_us));
@@ -274,7 +282,12 @@ int run(int argc, char** argv) {
     j.field("persistent_static_inline_gbps", gbps(r.n, median(r.persist_us[0])))
         .field("persistent_static_indirect_gbps", gbps(r.n, median(r.persist_us[1])))
         .field("persistent_claimed_indirect_gbps", gbps(r.n, median(r.persist_us[2])))
-        .field("persistent_static_indirect_nobarrier_gbps", gbps(r.n, median(r.persist_us[3])));
+        .field("persistent_static_indirect_nobarrier_gbps", gbps(r.n, median(r.persist_us[3])))
+        .field("persistent_static_inline_barrier_gbps", gbps(r.n, median(r.persist_us[4])))
+        .field("persistent_range8_barrier_gbps", gbps(r.n, median(r.persist_us[5])))
+        .field("persistent_range8_gbps", gbps(r.n, median(r.persist_us[6])))
+        .field("persistent_static_indirect_barrier_maxl1_gbps", gbps(r.n, median(r.persist_us[7])))
+        .field("persistent_range8_barrier_maxl1_gbps", gbps(r.n, median(r.persist_us[8])));
     j.field("direct_median_gbps", gbps(r.n, median(r.direct_event_us)))
         .field("direct_wall_median_gbps", gbps(r.n, median(r.direct_wall_us)))
         .field("gpuos_median_gbps", gbps(r.n, median(r.gpuos_us)))
