@@ -11,6 +11,7 @@
 extern "C" const unsigned char bench_kernels_cubin[];
 extern "C" const std::size_t bench_kernels_cubin_size;
 
+#include "driver.hpp"
 #include "error.hpp"
 
 namespace gpuos::bench {
@@ -27,6 +28,9 @@ void cu_fail(CUresult r, const char* call, const char* file, int line) {
 // ---- Device -----------------------------------------------------------------------------------------
 
 DeviceContext::DeviceContext(int ord) : ordinal(ord) {
+  // The library's loader initialises the driver as the runtime would (its module-loading choice
+  // included, host/driver.cpp), so baselines and gpuos run in the same process set up the same way.
+  detail::load_driver();
   BENCH_CU(cuInit(0));
   BENCH_CU(cuDriverGetVersion(&driver_version));
   BENCH_CU(cuDeviceGet(&dev, ordinal));
