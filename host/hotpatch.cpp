@@ -172,6 +172,7 @@ void Runtime::switch_image(const std::vector<char>* cubin, gpuos_generation& g) 
     // longer, ~570 vs ~250 us after the exit.)
     CUfunction fn = nullptr;
     if (r == CUDA_SUCCESS) r = drv().cuModuleGetFunction(&fn, m, "gpuos_main");
+    if (r == CUDA_SUCCESS) r = prefer_l1(fn, opts_.device);
     int per_sm = 0;
     if (r == CUDA_SUCCESS)
       r = drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, GPUOS_BLOCK_THREADS, 0);

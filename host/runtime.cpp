@@ -127,8 +127,34 @@ CUmodule load_image(CUfunction& fn) {
   return m;
 }
 
+}  // namespace
+
+/// Gives the resident kernel just the shared memory its GPUOS_MIN_BLOCKS_PER_SM blocks need and the rest
+/// of each SM's unified memory as L1. Operators are called through the jump table, and a callee saves
+/// and restores the registers it uses through the stack on every call: with the driver's default
+/// carve-out (an H100 chose 100 KB of shared memory), that stack traffic spilled from L1 to L2 and DRAM
+/// (docs/benchmarks.md, Large task). GPUOS_CARVEOUT=default leaves the choice to the driver.
+CUresult prefer_l1(CUfunction fn, int ordinal) {
+  if (const char* c = std::getenv("GPUOS_CARVEOUT"); c && std::strcmp(c, "default") == 0) return CUDA_SUCCESS;
+  CUdevice d = 0;
+  int smem = 0, reserved = 0, per_sm_max = 0;
+  CUresult r = drv().cuDeviceGet(&d, ordinal);
+  if (r == CUDA_SUCCESS) r = drv().cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
+  if (r == CUDA_SUCCESS)
+    r = drv().cuDeviceGetAttribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, d);
+  if (r == CUDA_SUCCESS)
+    r = drv().cuDeviceGetAttribute(&per_sm_max, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d);
+  if (r != CUDA_SUCCESS || per_sm_max <= 0) return r;
+  const long long need = static_cast<long long>(smem + reserved) * GPUOS_MIN_BLOCKS_PER_SM;
+  const long long pct = std::min<long long>(100, (need * 100 + per_sm_max - 1) / per_sm_max);
+  return drv().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, static_cast<int>(pct));
+}
+
+namespace {
+
 /// Blocks the kernel runs with: occupancy x SMs allowed by the budget.
 uint32_t grid_for(CUfunction fn, const gpuos_options& o, gpuos_device_info& info) {
+  GPUOS_CU_TRY(prefer_l1(fn, o.device));
   int per_sm = 0;
   GPUOS_CU_TRY(drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, GPUOS_BLOCK_THREADS, 0));
   if (o.blocks_per_sm != 0) per_sm = std::min<int>(per_sm, static_cast<int>(o.blocks_per_sm));

@@ -32,6 +32,10 @@ static_assert(sizeof(OpEntryRow) == 24 && offsetof(OpEntryRow, arg_bytes) == 16,
 /// Device properties and the grid the kernel launches with, computed without booting.
 gpuos_device_info describe_device(const gpuos_options& o);
 
+/// Sets the resident kernel's shared-memory carve-out to what GPUOS_MIN_BLOCKS_PER_SM blocks need, so
+/// the rest of each SM's unified memory is L1 (host/runtime.cpp says why). Before occupancy queries.
+CUresult prefer_l1(CUfunction fn, int ordinal);
+
 class Runtime {
  public:
   explicit Runtime(const gpuos_options& o);

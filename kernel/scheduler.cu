@@ -72,9 +72,8 @@ struct BlockShared {
   /// drops the L1 copy).
   OpEntry ops[GPUOS_MAX_OPS];
   Payload payload;  // the task being run (args read from here by every thread)
-  /// What the running tile is told. Two buffers: thread 0 fills the next tile's while the block still
-  /// runs the current one, so consecutive tiles are separated by one barrier, not two.
-  TileCtx ctx[2];
+  /// What the running batch of tiles is told (the adapter copies it; complete() reads ticket and scratch).
+  TileCtx ctx[1];
   double local_scratch;  // scratch of a task the front end runs itself
   uint64_t ticket;
   uint32_t action;
@@ -104,18 +103,6 @@ __device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, uint32
   else if (e->arg_bytes != p.arg_bytes || p.tiles == 0 || p.tiles > GPUOS_MAX_TILES)
     st = kTaskBadArgs;
   return st == kTaskOk ? e : nullptr;
-}
-
-/// Runs tile `tile` of the task in sh.payload with context buffer `c` (its ticket, smem and scratch
-/// already set). All threads call it; `op` is validate()'s result. The barrier inside separates this
-/// tile from the block's previous one; the caller puts one after the block's last tile.
-__device__ __forceinline__ void run_tile(BlockShared& sh, const OpEntry* op, TileCtx& c, uint32_t tile) {
-  if (threadIdx.x == 0) {
-    c.tile = tile;
-    c.tiles = sh.payload.tiles;
-  }
-  __syncthreads();
-  if (op) op->tile(sh.payload.args, c);
 }
 
 /// Runs the finish function (if any) and writes the completion record. All threads call it, after the
@@ -156,7 +143,7 @@ __device__ __forceinline__ void load_payload(BlockShared& sh, const DqEntry& e) 
 }
 
 /// Most tiles one claim takes, unless DeviceState::max_batch says otherwise.
-inline constexpr uint32_t kMaxBatch = 8;
+inline constexpr uint32_t kMaxBatch = 16;
 
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
@@ -174,7 +161,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 ///   and every later valid claim is for the same task: relaxed, no fence, no reload of the payload.
 /// - `pending` is decremented once, when the block leaves the task, by every tile it ran: one release
 ///   fence and one atomic per block per task. The block that takes it to zero completes the task.
-/// - Consecutive tiles share one barrier (the TileCtx alternates between two buffers).
+/// - A batch is one call of the operator's tile adapter (TileRangeFn), which loops over its tiles.
 __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, DqEntry& e,
                            uint32_t board_slot_hint, bool may_insert, uint64_t board_value) {
   DeviceState& s = *p.state;
@@ -201,8 +188,10 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
       const bool exhausted = rem <= static_cast<int32_t>(batch);  // no tile left after this claim
       sh.more = !exhausted;
       if (got > 0) {
-        // Big task: take more per claim, leaving enough for every block to get some.
-        const uint32_t share = static_cast<uint32_t>(rem) / (4u * gridDim.x);
+        // Big task: take more per claim (one call of the operator runs the whole batch), leaving enough
+        // for every block to get some: half of an even share of what is left (guided scheduling, so the
+        // last claims are small and blocks finish together).
+        const uint32_t share = static_cast<uint32_t>(rem) / (2u * gridDim.x);
         if (rem > 1 && may_insert && !inserted) {
           const uint64_t v = sh.ticket + 1;
           for (uint32_t k = 0; k < kBoardSize; ++k) {
@@ -230,11 +219,13 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
     const uint32_t top = sh.tile, count = sh.last;
     if (first_claim) {
       load_payload(sh, e);
-      if (threadIdx.x == 0) sh.ctx[1] = sh.ctx[0] = TileCtx{0u, 0u, ticket, smem, &e.scratch};
       __syncthreads();
       op = validate(sh, st);
     }
-    for (uint32_t i = 0; i < count; ++i) run_tile(sh, op, sh.ctx[i & 1], top - i);
+    // One call runs the whole batch (the operator's adapter loops, with a barrier between tiles).
+    if (threadIdx.x == 0) sh.ctx[0] = TileCtx{top, sh.payload.tiles, ticket, smem, &e.scratch};
+    __syncthreads();
+    if (op) op->tile(sh.payload.args, sh.ctx[0], count);
     if (threadIdx.x == 0) done += count;
     const bool more = sh.more;
     __syncthreads();  // the last tile's TileCtx buffer and smem are free again
@@ -282,6 +273,45 @@ __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* a
   store_sys_v4(&p.completions[ticket & ((1ull << p.log2_capacity) - 1)],
                make_uint4(static_cast<uint32_t>(ticket + 1), static_cast<uint32_t>((ticket + 1) >> 32), st,
                           st == kTaskOk ? 0u : GPUOS_OP_CONTROL));
+}
+
+/// Runs a lone single-tile task on the front end's block: one barrier between the poll and the tile, one
+/// after it, then the completion record. All threads call it; `chunk` is the thread's chunk of slot 0
+/// (threads below kSlotChunks). Its entry is never armed, so the worker that claims this ticket finds no
+/// tile (the entry's claim word is exhausted since its last use). Not inlined: the call through the jump
+/// table stays out of the front end's loop, whose registers (the window's chunks) it would otherwise
+/// have to save around the call. With `t0` (the poll's return, ns; 0: not timing) it returns, in thread
+/// 0, the ns from t0 to the tile's end << 32 | to the record.
+__device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh, void* smem, const uint16_t* alias,
+                                          uint4 chunk, uint64_t head, uint64_t launch, unsigned long long t0) {
+  const unsigned tid = threadIdx.x;
+  const bool timing = t0 != 0;
+  if (tid < kSlotChunks) {
+    auto* w = reinterpret_cast<uint32_t*>(&sh.payload) + 3 * tid;
+    w[0] = tid == 0 ? resolve_op(chunk.x, alias) : chunk.x;
+    w[1] = chunk.y;
+    w[2] = chunk.z;
+  }
+  if (tid == 0) {
+    sh.local_scratch = 0.0;
+    sh.ctx[0] = TileCtx{0u, 1u, head, smem, &sh.local_scratch};
+  }
+  __syncthreads();
+  uint32_t st;
+  if (const OpEntry* op = validate(sh, st)) op->tile(sh.payload.args, sh.ctx[0], 1u);
+  __syncthreads();  // the tile's writes, before the record
+  const unsigned long long t_tiled = timing && tid == 0 ? global_ns() : 0;
+  complete(p, sh, sh.ctx[0]);
+  uint64_t steps = 0;
+  if (tid == 0) {
+    if (timing) steps = ((t_tiled - t0) << 32) | (global_ns() - t0);
+    // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself. After the
+    // completion record, so the record's fence does not wait for these stores.
+    DqEntry& e = p.dq[head & ((1ull << p.log2_capacity) - 1)];
+    e.ticket = head;
+    e.pad = 1u | static_cast<uint32_t>(launch << 1);
+  }
+  return steps;
 }
 
 __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
@@ -363,32 +393,11 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       if (tid == 0) apply_control(p, alias, v[0], kind, head);
       __syncthreads();
     } else if (lone) {
-      // Lone single-tile task: run it here, no hand-off, one barrier between the poll and the tile.
-      // Its entry is never armed, so the worker that claims this ticket finds no tile (the entry's
-      // claim word is exhausted since its last use).
-      if (tid < kSlotChunks) {
-        auto* w = reinterpret_cast<uint32_t*>(&sh.payload) + 3 * tid;
-        w[0] = tid == 0 ? resolve_op(v[0].x, alias) : v[0].x;
-        w[1] = v[0].y;
-        w[2] = v[0].z;
-      }
-      if (tid == 0) {
-        sh.local_scratch = 0.0;
-        sh.ctx[0] = TileCtx{0u, 1u, head, smem, &sh.local_scratch};
-      }
-      __syncthreads();
-      uint32_t st;
-      if (const OpEntry* op = validate(sh, st)) op->tile(sh.payload.args, sh.ctx[0]);
-      __syncthreads();  // the tile's writes, before the record
-      if (tid == 0 && trace) t_tiled = global_ns();
-      complete(p, sh, sh.ctx[0]);
-      if (tid == 0) {
-        if (trace) t_recorded = global_ns();
-        // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself. After
-        // the completion record, so the record's fence does not wait for these stores.
-        DqEntry& e = p.dq[head & mask];
-        e.ticket = head;
-        e.pad = 1u | static_cast<uint32_t>(launch << 1);
+      // Lone single-tile task: run it here, no hand-off (run_lone says more).
+      const uint64_t steps = run_lone(p, sh, smem, alias, v[0], head, launch, trace ? t_return : 0ull);
+      if (tid == 0 && trace) {
+        t_tiled = t_return + (steps >> 32);
+        t_recorded = t_return + (steps & 0xffffffffu);
       }
       // No barrier: sh.payload and sh.ctx are next written after the next poll's barrier.
     } else {

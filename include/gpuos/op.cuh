@@ -46,12 +46,18 @@ struct TileCtx {
   }
 };
 
-/// The jump-table signature every operator is adapted to.
+/// The jump-table signature of an operator's tiles: runs `count` tiles of the task on the calling block,
+/// ctx.tile, ctx.tile - 1, ..., ctx.tile - count + 1, with a barrier between consecutive tiles. The loop
+/// is compiled inside each operator's adapter (GPUOS_OPERATOR), so a block that claimed a batch of tiles
+/// pays one call, one save and one restore of the callee's registers, per batch (docs/benchmarks.md,
+/// Large task: per tile, that stack traffic cost ~20% of a large element-wise task's bandwidth).
+using TileRangeFn = void (*)(const void* args, const TileCtx& ctx, unsigned int count);
+/// The signature of a finish function's adapter.
 using TileFn = void (*)(const void* args, const TileCtx& ctx);
 
 /// One row of an image's jump table.
 struct OpEntry {
-  TileFn tile;         ///< nullptr: no operator at this id
+  TileRangeFn tile;    ///< nullptr: no operator at this id
   TileFn finish;       ///< nullptr: none
   unsigned int arg_bytes;
   unsigned int flags;  ///< GPUOS_OP_* flags
@@ -109,6 +115,19 @@ inline constexpr bool tile_signature_ok =
                 "gpuos operator '" #NAME "': " #FN " must be declared as "                           \
                 "__device__ void " #FN "(const " #ARGS "&, const gpuos::TileCtx&)");
 
+/// The adapter gpuos_op_NAME_tile (a TileRangeFn): `count` tiles, CALL on each with its context `t`.
+#define GPUOS_OP_TILES_(NAME, CALL)                                                                \
+  extern "C" __device__ void gpuos_op_##NAME##_tile(const void* a, const ::gpuos::TileCtx& c,       \
+                                                    unsigned int count) {                          \
+    (void)a;                                                                                       \
+    ::gpuos::TileCtx t = c;                                                                        \
+    for (unsigned int i = 0; i < count; ++i) {                                                     \
+      if (i != 0) __syncthreads();                                                                 \
+      t.tile = c.tile - i;                                                                         \
+      CALL;                                                                                        \
+    }                                                                                              \
+  }
+
 /// Declares operator NAME: emits the adapter gpuos_op_NAME_tile and the jump-table row
 /// gpuos_op_NAME_entry (an image's table holds the rows' addresses).
 #define GPUOS_OPERATOR(NAME, ARGS, TILE_FN) GPUOS_OPERATOR_FLAGS(NAME, ARGS, TILE_FN, 0u)
@@ -116,9 +135,7 @@ inline constexpr bool tile_signature_ok =
 /// As GPUOS_OPERATOR, with OpEntry flags (GPUOS_OP_HOST_WRITES).
 #define GPUOS_OPERATOR_FLAGS(NAME, ARGS, TILE_FN, FLAGS)                                           \
   GPUOS_OP_CHECK_(NAME, ARGS, TILE_FN)                                                             \
-  extern "C" __device__ void gpuos_op_##NAME##_tile(const void* a, const ::gpuos::TileCtx& c) {    \
-    TILE_FN(*static_cast<const ARGS*>(a), c);                                                      \
-  }                                                                                                \
+  GPUOS_OP_TILES_(NAME, TILE_FN(*static_cast<const ARGS*>(a), t))                                  \
   extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
       &gpuos_op_##NAME##_tile, nullptr, sizeof(ARGS), (FLAGS)};
 
@@ -128,9 +145,7 @@ inline constexpr bool tile_signature_ok =
   static_assert(::gpuos::detail::tile_signature_ok<ARGS, decltype(&FINISH_FN)>,                     \
                 "gpuos operator '" #NAME "': finish function " #FINISH_FN " must be declared as "  \
                 "__device__ void " #FINISH_FN "(const " #ARGS "&, const gpuos::TileCtx&)");        \
-  extern "C" __device__ void gpuos_op_##NAME##_tile(const void* a, const ::gpuos::TileCtx& c) {    \
-    TILE_FN(*static_cast<const ARGS*>(a), c);                                                      \
-  }                                                                                                \
+  GPUOS_OP_TILES_(NAME, TILE_FN(*static_cast<const ARGS*>(a), t))                                  \
   extern "C" __device__ void gpuos_op_##NAME##_finish(const void* a, const ::gpuos::TileCtx& c) {  \
     FINISH_FN(*static_cast<const ARGS*>(a), c);                                                    \
   }                                                                                                \
@@ -142,9 +157,7 @@ inline constexpr bool tile_signature_ok =
   static_assert(cuda::std::is_same_v<decltype(&TILE_FN), void (*)(const ::gpuos::TileCtx&)>,        \
                 "gpuos operator '" #NAME "': " #TILE_FN " must be declared as "                    \
                 "__device__ void " #TILE_FN "(const gpuos::TileCtx&)");                            \
-  extern "C" __device__ void gpuos_op_##NAME##_tile(const void*, const ::gpuos::TileCtx& c) {      \
-    TILE_FN(c);                                                                                    \
-  }                                                                                                \
+  GPUOS_OP_TILES_(NAME, TILE_FN(t))                                                                \
   extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
       &gpuos_op_##NAME##_tile, nullptr, 0u, 0u};
 

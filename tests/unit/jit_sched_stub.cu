@@ -21,7 +21,7 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS)
       if (t == 0) scratch = 0;
     }
     __syncthreads();
-    e->tile(args, ctx);
+    e->tile(args, ctx, 1u);
     __syncthreads();
   }
   if (e->finish) e->finish(args, ctx);

@@ -83,7 +83,7 @@ TEST_CASE("tile counts of the built-ins") {
 }
 
 TEST_CASE("heap requests: the reserved operator id, the request in a slot, the reply's layout") {
-  CHECK(GPUOS_ABI_VERSION == 4u);
+  CHECK(GPUOS_ABI_VERSION == 5u);
   CHECK(offsetof(DeviceState, max_batch) == 304);
   CHECK(GPUOS_OP_HEAP_CTL == GPUOS_MAX_OPS - 1);
   CHECK(GPUOS_OP_HEAP_CTL >= GPUOS_BUILTIN_OP_COUNT);
