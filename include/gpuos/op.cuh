@@ -15,7 +15,8 @@
 // A tile function may use threadIdx/blockDim (blockDim.x == GPUOS_BLOCK_THREADS), __syncthreads() (all
 // threads of the block enter the tile function together), ctx.smem, and ctx.scratch. It must not
 // return before the other threads of its block when it uses __syncthreads, and must not wait on other
-// tiles (tiles of one task run in any order, possibly on one block). An optional finish function runs
+// tiles (tiles of one task run in any order, possibly on one block, one after another with a barrier
+// between them, so ctx.smem is free again when a tile starts). An optional finish function runs
 // once, on one block, after every tile of the task has finished (GPUOS_OPERATOR_WITH_FINISH).
 // The signature is checked at compile time: a wrong one is an error that names the operator.
 #ifndef GPUOS_OP_CUH
