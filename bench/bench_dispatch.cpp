@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ constexpr unsigned kPingStop = 0xffffffffu;  // BENCH_PING_STOP in bench_kernels
 constexpr std::uint64_t kAddElems = 256;
 
 const char* kHelp =
-    "usage: bench_dispatch [--device N] [--iters N] [--warmup N] [--json FILE]\n"
+    "usage: bench_dispatch [--device N] [--iters N] [--warmup N] [--ladder 0|1] [--json FILE]\n"
     "\n"
     "Round trip of one task in flight (p50/p99 over --iters iterations after --warmup):\n"
     "  ping-pong    one GPU thread polls a word in mapped host memory and echoes it (the floor)\n"
@@ -31,7 +32,8 @@ const char* kHelp =
     "  graph+sync   1-node CUDA graph: cuGraphLaunch + cuStreamSynchronize\n"
     "  pp+...       the floor's ladder: the ping-pong plus one piece of the resident kernel's path\n"
     "               (fence.gpu / fence.sys / fence.release.gpu / fence.release.sys before the echo; a 16-byte read; a second line read each\n"
-    "               poll; a one-warp poll; the front end's block-wide poll)\n"
+    "               poll; a one-warp poll; the front end's block-wide poll; K staggered reads in flight, into\n"
+    "               registers or by cp.async into shared memory, x lanes of 16 bytes)\n"
     "  gpuos nop    gpuos submit(nop) + wait\n"
     "  gpuos add256 gpuos submit(add of 256 floats) + wait\n"
     "Targets: gpuos nop p50 <= 1.25 x ping-pong p50; launch+sync p50 >= 2 x gpuos nop p50.\n"
@@ -40,13 +42,15 @@ const char* kHelp =
     "  --device N   CUDA device (default 0)\n"
     "  --iters N    timed iterations per method (default 20000)\n"
     "  --warmup N   untimed iterations first (default 2000)\n"
-    "  --json FILE  result file (default bench_dispatch.json)\n";
+    "  --json FILE  result file (default bench_dispatch.json)\n"
+    "  --ladder 0   skip the floor's ladder (default 1)\n";
 
 struct Config {
   int device = 0;
   int iters = 20000;
   int warmup = 2000;
   std::string json = "bench_dispatch.json";
+  bool gpuos_only = false;  // skip the floor's ladder (the floor, launch and graph still run)
 };
 
 /// Times `warmup + iters` calls of round_trip(i) (i from 1); returns the timed samples in ns.
@@ -66,7 +70,10 @@ std::vector<double> time_round_trips(const Config& c, F round_trip) {
 // ---- (a) ping-pong ----------------------------------------------------------------------------------
 
 /// mode 0: bench_ping_pong (the floor); else bench_ping_ladder with that mode (bench_kernels.cu).
-std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, const Stream& s, unsigned mode = 0) {
+/// kernel "staggered": bench_ping_staggered with `mode` and `interval_ns`; a kernel that stops echoing
+/// then gives no samples (the row says n/a) instead of ending the benchmark.
+std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, const Stream& s, unsigned mode = 0,
+                                      const char* kernel = nullptr, unsigned interval_ns = 0) {
   void* host = nullptr;
   // Ping and pong on separate 128-byte lines, a third line (the ladder's second read) after them.
   BENCH_CU(cuMemHostAlloc(&host, 512, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
@@ -79,23 +86,30 @@ std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, con
   BENCH_CU(cuMemHostGetDevicePointer(&dping, ping, 0));
   BENCH_CU(cuMemHostGetDevicePointer(&dpong, pong, 0));
 
-  void* params[] = {&dping, &dpong, &mode};
-  const unsigned threads = (mode & (4u | 16u)) ? 256u : 1u;
-  BENCH_CU(cuLaunchKernel(m.get(mode == 0 ? "bench_ping_pong" : "bench_ping_ladder"), 1, 1, 1, threads, 1, 1, 0,
-                          s.get(), params, nullptr));
+  void* params[] = {&dping, &dpong, &mode, &interval_ns};
+  const bool staggered = kernel != nullptr;
+  const unsigned threads = staggered ? 32u : (mode & (4u | 16u)) ? 256u : 1u;
+  BENCH_CU(cuLaunchKernel(m.get(staggered ? "bench_ping_staggered" : mode == 0 ? "bench_ping_pong" : "bench_ping_ladder"),
+                          1, 1, 1, threads, 1, 1, 0, s.get(), params, nullptr));
 
   std::atomic_ref<unsigned> ping_ref(*ping), pong_ref(*pong);
+  bool lost = false;
   auto samples = time_round_trips(c, [&](unsigned i) {
+    if (lost) return;
     ping_ref.store(i, std::memory_order_release);
     // A lost echo must not hang the benchmark: look at the clock every 64K polls.
     const std::int64_t start = now_ns();
     for (unsigned spins = 1; pong_ref.load(std::memory_order_acquire) != i; ++spins) {
-      if (spins % 65536 == 0 && now_ns() - start > 5'000'000'000) {
-        std::fprintf(stderr, "bench_dispatch: error: the ping-pong kernel stopped echoing (iteration %u)\n", i);
-        std::exit(1);
+      if (spins % 65536 == 0 && now_ns() - start > 1'000'000'000) {
+        std::fprintf(stderr, "bench_dispatch: %s: the ping-pong kernel stopped echoing (iteration %u)\n",
+                     staggered ? "warning" : "error", i);
+        if (!staggered) std::exit(1);
+        lost = true;
+        return;
       }
     }
   });
+  if (lost) samples.clear();
   ping_ref.store(kPingStop, std::memory_order_release);
   s.sync();  // the ping-pong kernel has exited: the GPU is free for the next methods and gpuos
   BENCH_CU(cuMemFreeHost(host));
@@ -185,6 +199,7 @@ int run(int argc, char** argv) {
   c.iters = static_cast<int>(f.integer("--iters", c.iters, 1, 100000000));
   c.warmup = static_cast<int>(f.integer("--warmup", c.warmup, 0, 100000000));
   c.json = f.text("--json", c.json);
+  c.gpuos_only = f.integer("--ladder", 1, 0, 1) == 0;
   f.finish();
 
   DeviceContext dev(c.device);
@@ -210,6 +225,7 @@ int run(int argc, char** argv) {
     rows.push_back({"launch+sync", to_us(measure_launch(c, m, s))});
     rows.push_back({"graph+sync", to_us(measure_graph(c, m, s))});
     // The floor's ladder: what each piece of the resident kernel's path adds to the ping-pong.
+    if (!c.gpuos_only) {
     rows.push_back({"pp+fence.gpu", to_us(measure_ping_pong(c, m, s, 1))});
     rows.push_back({"pp+fence.sys", to_us(measure_ping_pong(c, m, s, 2))});
     rows.push_back({"pp v4", to_us(measure_ping_pong(c, m, s, 8))});
@@ -221,6 +237,20 @@ int run(int argc, char** argv) {
     rows.push_back({"pp block+gpu", to_us(measure_ping_pong(c, m, s, 4 | 1))});
     rows.push_back({"pp+rel.gpu", to_us(measure_ping_pong(c, m, s, 64))});
     rows.push_back({"pp+rel.sys", to_us(measure_ping_pong(c, m, s, 128))});
+    // Staggered polls: K reads of the line in flight, issued an interval apart (bench_ping_staggered).
+    static std::deque<std::string> names;  // Row keeps a const char* (a deque does not move its strings)
+    struct Stag {
+      unsigned flags, k, lanes, interval;
+    };
+    for (const Stag& v : {Stag{0, 4, 1, 300}, Stag{1, 1, 8, 0}, Stag{1, 1, 16, 0}, Stag{1, 4, 8, 300},
+                          Stag{3, 4, 8, 300}, Stag{1, 4, 16, 300}}) {
+      names.push_back(std::string("pp ") + (v.flags & 1u ? "async" : "regs") + (v.flags & 2u ? "+call" : "") + " K" +
+                      std::to_string(v.k) + " x" + std::to_string(v.lanes) +
+                      (v.k > 1 ? " @" + std::to_string(v.interval) : std::string()));
+      const unsigned mode = v.flags | (v.k << 8) | (v.lanes << 16);
+      rows.push_back({names.back().c_str(), to_us(measure_ping_pong(c, m, s, mode, "staggered", v.interval))});
+    }
+    }
   }
   GpuosResult g = guarded("gpuos", [&] { return measure_gpuos(c, out, a, b); });
   rows.push_back({"gpuos nop", to_us(std::move(g.nop))});

@@ -97,6 +97,111 @@ extern "C" __global__ void bench_ping_ladder(const volatile unsigned* ping, vola
   }
 }
 
+/// A callee the compiler cannot see through (bench_ping_staggered's mode 2: does a call wait for the
+/// polls still in flight?).
+__device__ __noinline__ void bench_opaque_call(unsigned* sink, unsigned v) {
+  if (v == 0xfffffffeu) *sink = v;
+}
+__device__ void (*bench_opaque_ptr)(unsigned*, unsigned) = &bench_opaque_call;
+
+/// The ping-pong with staggered polls: one warp keeps K reads of the ping line in flight, issued
+/// `interval_ns` apart, so the line is sampled every interval instead of once per round trip.
+/// mode bit 1: the reads are cp.async copies into shared memory (no register waits on them; consumed in
+/// order with cp.async.wait_group) instead of loads into registers; bit 2: call a function through a
+/// pointer before each echo (does the call wait for the reads in flight?); bits 8-11: K (1..8); bits
+/// 16-20: lanes that read 16 bytes each (1..16; lanes 8-15 read the line after the pong's, so more than
+/// 8 lanes read two lines, as the front end's staggered poll of two slots does). Exits by itself after
+/// 2 s without a new value (a read that is served stale would otherwise never see the stop sentinel).
+extern "C" __global__ void bench_ping_staggered(const volatile unsigned* ping, volatile unsigned* pong, unsigned mode,
+                                                unsigned interval_ns) {
+  constexpr int kMaxStagger = 8;
+  __shared__ __align__(16) uint4 buf[kMaxStagger][16];
+  __shared__ unsigned sink;
+  const unsigned lane = threadIdx.x;
+  const int stagger = static_cast<int>((mode >> 8) & 15u) < 1 ? 1 : static_cast<int>((mode >> 8) & 15u);
+  const unsigned lanes = (mode >> 16) & 31u ? (mode >> 16) & 31u : 1u;
+  void (*call)(unsigned*, unsigned) = *const_cast<void (*volatile*)(unsigned*, unsigned)>(&bench_opaque_ptr);
+  // Lane i reads bytes 16 (i % 8) of line 0 (the ping's) or, from lane 8, of line 2 (after the pong's).
+  const char* line = reinterpret_cast<const char*>(const_cast<const unsigned*>(ping)) + 16 * (lane % 8) +
+                     (lane >= 8 ? 256 : 0);
+  auto now = [] {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return __shfl_sync(0xffffffffu, t, 0);
+  };
+  auto pause_ns = [&](unsigned ns) {
+    const unsigned long long t0 = now();
+    while (now() - t0 < ns) {
+    }
+  };
+  unsigned last = 0;
+  unsigned long long changed_at = now();
+  auto seen = [&](unsigned v) -> bool {  // warp-uniform v; true: stop
+    if (v == last) return now() - changed_at > 2000000000ull;
+    if (v == BENCH_PING_STOP) return true;
+    if (lane == 0) {
+      if (mode & 2u) call(&sink, v);
+      *pong = v;
+    }
+    last = v;
+    changed_at = now();
+    return false;
+  };
+  if (mode & 1u) {
+    auto issue = [&](int k) {
+      if (lane < lanes) {
+        const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(&buf[k][lane]));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(line) : "memory");
+      }
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    for (int k = 0; k < stagger; ++k) {
+      issue(k);
+      if (k + 1 < stagger) pause_ns(interval_ns);
+    }
+    for (int k = 0;; k = k + 1 == stagger ? 0 : k + 1) {
+      // At most stagger - 1 groups pending: the oldest (k) has landed.
+      switch (stagger) {
+        case 1: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+        case 2: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+        case 3: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+        case 4: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+        case 5: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+        case 6: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+        case 7: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+        default: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
+      }
+      __syncwarp();
+      const unsigned v = __shfl_sync(0xffffffffu, reinterpret_cast<volatile uint4*>(buf[k])[0].x, 0);
+      __syncwarp();
+      issue(k);
+      if (seen(v)) break;
+    }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+  } else {
+    unsigned r[kMaxStagger];
+    auto load = [&] {
+      unsigned v = 0;
+      if (lane < lanes) asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(line) : "memory");
+      return v;
+    };
+#pragma unroll
+    for (int k = 0; k < kMaxStagger; ++k) {
+      if (k < stagger) r[k] = load();
+      if (k + 1 < stagger) pause_ns(interval_ns);
+    }
+    for (;;) {
+#pragma unroll
+      for (int k = 0; k < kMaxStagger; ++k) {
+        if (k >= stagger) break;
+        const unsigned v = __shfl_sync(0xffffffffu, r[k], 0);  // waits for this read (and, it turns out, the rest)
+        r[k] = load();
+        if (seen(v)) return;
+      }
+    }
+  }
+}
+
 /// One small task as a kernel: out = a + b on n elements, one thread per element.
 extern "C" __global__ void __launch_bounds__(256) bench_add(float* out, const float* a, const float* b,
                                                             unsigned long long n) {

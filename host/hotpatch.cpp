@@ -89,9 +89,10 @@ namespace {
 /// 2 ms before a spinning kernel's exit returned ~40 us after it; on an idle device the whole load takes
 /// 190-360 us). So a switch starts the load while the old generation still serves and stops the kernel
 /// once the host-side work is likely done. What stays in the pause is the driver's device-side work
-/// (~120-150 us after the resident kernel's exit, during which other driver calls wait) and the lazy
-/// load of the kernel's code by cuModuleGetFunction (~100 us). Shared with the thread: if the switch
-/// gives up (a kernel that does not stop), the thread finishes on its own whenever the driver returns.
+/// (~125 us on an H100 after the resident kernel's exit, during which other driver calls wait); with
+/// lazy module loading (a process that chose it: host/driver.cpp asks for eager loading) the load of the
+/// kernel's code by cuModuleGetFunction adds ~150 us. Shared with the thread: if the switch gives up (a
+/// kernel that does not stop), the thread finishes on its own whenever the driver returns.
 struct PendingLoad {
   std::mutex m;
   std::condition_variable cv;
@@ -168,8 +169,8 @@ void Runtime::switch_image(const std::vector<char>* cubin, gpuos_generation& g) 
       const auto tail = pending->returned - stopped;
       if (tail > std::chrono::microseconds(150)) load_lead_ = std::min<std::chrono::nanoseconds>(2 * load_lead_, std::chrono::milliseconds(16));
     }
-    // (Measured: asking for the kernel and its occupancy on the loading thread instead made the pause
-    // longer, ~570 vs ~250 us after the exit.)
+    // (Measured with lazy loading: asking for the kernel and its occupancy on the loading thread instead
+    // made the pause longer, ~570 vs ~250 us after the exit.)
     CUfunction fn = nullptr;
     if (r == CUDA_SUCCESS) r = drv().cuModuleGetFunction(&fn, m, "gpuos_main");
     if (r == CUDA_SUCCESS) r = prefer_l1(fn, opts_.device);

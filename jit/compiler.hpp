@@ -90,7 +90,8 @@ CompileResult compile(std::string_view source_name, std::string_view source, con
 /// unreadable file is a failed result, not an exception.
 CompileResult compile_file(const std::filesystem::path& path, const CompileOptions& o, Cache* cache = nullptr);
 
-/// Operator names a source declares with GPUOS_OPERATOR / _WITH_FINISH / _NOARGS, in order, each once,
+/// Operator names a source declares with GPUOS_OPERATOR / _FLAGS / _WITH_FINISH / _NOARGS / _NOARGS_FLAGS,
+/// in order, each once,
 /// ignoring comments and string literals. (Candidates: compile() confirms them with NVRTC.)
 std::vector<std::string> scan_operator_names(std::string_view source);
 

@@ -4,7 +4,7 @@
 
 using namespace gpuos::builtin;
 
-GPUOS_OPERATOR_NOARGS(nop, nop_tile)
+GPUOS_OPERATOR_NOARGS_FLAGS(nop, nop_tile, GPUOS_OP_NO_WRITES)
 GPUOS_OPERATOR(fill, gpuos_fill_args, fill_tile)
 GPUOS_OPERATOR(copy, gpuos_copy_args, copy_tile)
 GPUOS_OPERATOR(add, gpuos_binary_args, add_tile)

@@ -73,7 +73,7 @@ struct BlockShared {
   OpEntry ops[GPUOS_MAX_OPS];
   Payload payload;  // the task being run (args read from here by every thread)
   /// What the running batch of tiles is told (the adapter copies it; complete() reads ticket and scratch).
-  TileCtx ctx[1];
+  TileCtx ctx;
   double local_scratch;  // scratch of a task the front end runs itself
   uint64_t ticket;
   uint32_t action;
@@ -119,10 +119,12 @@ __device__ __forceinline__ void complete(const LaunchParams& p, BlockShared& sh,
     // Release: the block's writes (ordered before this thread by the barrier) and those of the task's
     // other tiles (acquired through `pending`) are visible before the record is. Device scope suffices
     // for device memory, which the host reads with copies through the same L2; an operator that writes
-    // over the bus (mapped host memory, a peer) asks for system scope (GPUOS_OP_HOST_WRITES).
-    if (e && (e->flags & GPUOS_OP_HOST_WRITES))
+    // over the bus (mapped host memory, a peer) asks for system scope (GPUOS_OP_HOST_WRITES); one that
+    // writes nothing (GPUOS_OP_NO_WRITES) has nothing to release. A rejected task wrote nothing either.
+    const uint32_t flags = e ? e->flags : GPUOS_OP_NO_WRITES;
+    if (flags & GPUOS_OP_HOST_WRITES)
       asm volatile("fence.acq_rel.sys;" ::: "memory");
-    else
+    else if (!(flags & GPUOS_OP_NO_WRITES))
       asm volatile("fence.acq_rel.gpu;" ::: "memory");
     // detail: on success the completing block + 1 (diagnostics), else the rejected op id.
     const uint64_t ticket = c.ticket;
@@ -224,9 +226,9 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
       op = validate(sh, st);
     }
     // One call runs the whole batch (the operator's adapter loops, with a barrier between tiles).
-    if (threadIdx.x == 0) sh.ctx[0] = TileCtx{top, sh.payload.tiles, ticket, smem, &e.scratch};
+    if (threadIdx.x == 0) sh.ctx = TileCtx{top, sh.payload.tiles, ticket, smem, &e.scratch};
     __syncthreads();
-    if (op) op->tile(sh.payload.args, sh.ctx[0], count);
+    if (op) op->tile(sh.payload.args, sh.ctx, count);
     if (threadIdx.x == 0) done += count;
     const bool more = sh.more;
     __syncthreads();  // the last tile's TileCtx buffer and smem are free again
@@ -243,7 +245,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
     }
   }
   __syncthreads();
-  if (sh.last) complete(p, sh, sh.ctx[0]);
+  if (sh.last) complete(p, sh, sh.ctx);
   __syncthreads();
 }
 
@@ -295,14 +297,14 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
   }
   if (tid == 0) {
     sh.local_scratch = 0.0;
-    sh.ctx[0] = TileCtx{0u, 1u, head, smem, &sh.local_scratch};
+    sh.ctx = TileCtx{0u, 1u, head, smem, &sh.local_scratch};
   }
   __syncthreads();
   uint32_t st;
-  if (const OpEntry* op = validate(sh, st)) op->tile(sh.payload.args, sh.ctx[0], 1u);
+  if (const OpEntry* op = validate(sh, st)) op->tile(sh.payload.args, sh.ctx, 1u);
   __syncthreads();  // the tile's writes, before the record
   const unsigned long long t_tiled = timing && tid == 0 ? global_ns() : 0;
-  complete(p, sh, sh.ctx[0]);
+  complete(p, sh, sh.ctx);
   uint64_t steps = 0;
   if (tid == 0) {
     if (timing) steps = ((t_tiled - t0) << 32) | (global_ns() - t0);
@@ -345,7 +347,8 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     // All reads of the ring and the control word go out together: one round trip. The control word is
     // read on every kStopPollEvery-th poll only: a second line in the same poll costs ~0.3-0.5 us of
     // round trip (bench_dispatch's ladder), a stop waits a few polls longer.
-    unsigned long long stop_run = 0, t_issue = 0, t_return = 0, t_tiled = 0, t_recorded = 0;
+    unsigned long long stop_run = 0, t_issue = 0, t_return = 0;
+    uint64_t lone_steps = 0;  // run_lone's timing (trace only)
     if (tid == 0 && trace) t_issue = global_ns();
     if (tid == 0 && (iter % kStopPollEvery) == 0) stop_run = load_sys_u64(&p.control->stop_run);
     uint4 v[kLoadsPerThread];
@@ -395,11 +398,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       __syncthreads();
     } else if (lone) {
       // Lone single-tile task: run it here, no hand-off (run_lone says more).
-      const uint64_t steps = run_lone(p, sh, smem, alias, v[0], head, launch, trace ? t_return : 0ull);
-      if (tid == 0 && trace) {
-        t_tiled = t_return + (steps >> 32);
-        t_recorded = t_return + (steps & 0xffffffffu);
-      }
+      lone_steps = run_lone(p, sh, smem, alias, v[0], head, launch, trace ? t_return : 0ull);
       // No barrier: sh.payload and sh.ctx are next written after the next poll's barrier.
     } else {
       // Copy the ready slots into the device queue, arm each entry, then publish them all.
@@ -452,8 +451,8 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         r[4] = t_issue;
         r[5] = t_return;
         r[6] = global_ns();
-        // A lone task's steps, in ns after t_return: tile run (+ barrier) | completion record written.
-        r[7] = t_tiled ? ((t_tiled - t_return) << 32) | (t_recorded - t_return) : 0;
+        // A lone task's steps, in ns after t_return: tile run (+ barrier) << 32 | completion record written.
+        r[7] = lone_steps;
       }
     }
     head += ready;

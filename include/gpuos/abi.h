@@ -186,7 +186,7 @@ struct alignas(128) DeviceState {
   uint64_t exit_head;   ///< `head` when the front end of the last run exited
   uint64_t* trace;      ///< flight recorder of the front end (kTraceRecords x kTraceWords), or null
   uint64_t trace_pos;   ///< records written so far
-  uint32_t max_batch;   ///< most tiles a worker claims at once (set by the host before a launch; 0 = 8)
+  uint32_t max_batch;   ///< most tiles a worker claims at once (set by the host before a launch; 0 = 32)
   uint32_t pad4;
   uint64_t pad3[9];
   uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty

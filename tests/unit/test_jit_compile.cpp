@@ -58,11 +58,13 @@ __device__ void total(const A& a, const gpuos::TileCtx& c) {
 __device__ void idle(const gpuos::TileCtx&) {}
 GPUOS_OPERATOR_WITH_FINISH(count_tiles, A, part, total)
 GPUOS_OPERATOR_NOARGS(idle_op, idle)
+GPUOS_OPERATOR_NOARGS_FLAGS(marker_op, idle, GPUOS_OP_NO_WRITES)
+GPUOS_OPERATOR_FLAGS(host_op, A, part, GPUOS_OP_HOST_WRITES)
 )";
   const CompileResult r = compile("multi.cu", src, opts());
   INFO(r.error_text());
   REQUIRE(r.ok());
-  CHECK(r.operators == std::vector<std::string>{"count_tiles", "idle_op"});
+  CHECK(r.operators == std::vector<std::string>{"count_tiles", "idle_op", "marker_op", "host_op"});
 }
 
 TEST_CASE("jit: operator names are scanned outside comments, strings and directives") {
@@ -76,11 +78,14 @@ GPUOS_OPERATOR( spaced ,A,f)
 GPUOS_OPERATOR_WITH_FINISH(fin, A, f, g)
 GPUOS_OPERATOR_NOARGS(
     noargs, f)
+GPUOS_OPERATOR_FLAGS(flagged, A, f, GPUOS_OP_HOST_WRITES)
+GPUOS_OPERATOR_NOARGS_FLAGS(marker, f, GPUOS_OP_NO_WRITES)
+GPUOS_OPERATOR_FLAGSX(suffixed2, A, f, 0)
 MY_GPUOS_OPERATOR(prefixed, A, f)
 GPUOS_OPERATORX(suffixed, A, f)
 GPUOS_OPERATOR(spaced, A, f)
 )src";
-  CHECK(scan_operator_names(src) == std::vector<std::string>{"spaced", "fin", "noargs"});
+  CHECK(scan_operator_names(src) == std::vector<std::string>{"spaced", "fin", "noargs", "flagged", "marker"});
 }
 
 TEST_CASE("jit: an operator under #if 0 is not reported; the others are") {
