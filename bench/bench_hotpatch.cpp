@@ -158,9 +158,12 @@ int run(int argc, char** argv) {
       while (!finished.load() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (finished.load()) return;
+      // The phase first, on its own: should anything below block, the report still says where it hung.
+      std::printf("HANG in phase '%s'\n", phase.load());
+      std::fflush(stdout);
       const Stats st = rt.stats();
-      std::printf("HANG in phase '%s': submitted %llu completed %llu failed %llu heartbeat %llu launches %llu\n",
-                  phase.load(), (unsigned long long)st.submitted, (unsigned long long)st.completed,
+      std::printf("  submitted %llu completed %llu failed %llu heartbeat %llu launches %llu\n",
+                  (unsigned long long)st.submitted, (unsigned long long)st.completed,
                   (unsigned long long)st.failed, (unsigned long long)st.heartbeat, (unsigned long long)st.launches);
       std::fflush(stdout);
       std::_Exit(3);
