@@ -50,7 +50,7 @@ struct Config {
   int iters = 20000;
   int warmup = 2000;
   std::string json = "bench_dispatch.json";
-  bool gpuos_only = false;  // skip the floor's ladder (the floor, launch and graph still run)
+  bool ladder = true;  // the floor's ladder (--ladder 0: only the floor, launch, graph and gpuos)
 };
 
 /// Times `warmup + iters` calls of round_trip(i) (i from 1); returns the timed samples in ns.
@@ -70,10 +70,10 @@ std::vector<double> time_round_trips(const Config& c, F round_trip) {
 // ---- (a) ping-pong ----------------------------------------------------------------------------------
 
 /// mode 0: bench_ping_pong (the floor); else bench_ping_ladder with that mode (bench_kernels.cu).
-/// kernel "staggered": bench_ping_staggered with `mode` and `interval_ns`; a kernel that stops echoing
-/// then gives no samples (the row says n/a) instead of ending the benchmark.
+/// staggered: bench_ping_staggered with `mode` and `interval_ns`; a kernel that stops echoing then gives
+/// no samples (the row says n/a) instead of ending the benchmark.
 std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, const Stream& s, unsigned mode = 0,
-                                      const char* kernel = nullptr, unsigned interval_ns = 0) {
+                                      bool staggered = false, unsigned interval_ns = 0) {
   void* host = nullptr;
   // Ping and pong on separate 128-byte lines, a third line (the ladder's second read) after them.
   BENCH_CU(cuMemHostAlloc(&host, 512, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
@@ -87,7 +87,6 @@ std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, con
   BENCH_CU(cuMemHostGetDevicePointer(&dpong, pong, 0));
 
   void* params[] = {&dping, &dpong, &mode, &interval_ns};
-  const bool staggered = kernel != nullptr;
   const unsigned threads = staggered ? 32u : (mode & (4u | 16u)) ? 256u : 1u;
   BENCH_CU(cuLaunchKernel(m.get(staggered ? "bench_ping_staggered" : mode == 0 ? "bench_ping_pong" : "bench_ping_ladder"),
                           1, 1, 1, threads, 1, 1, 0, s.get(), params, nullptr));
@@ -199,7 +198,7 @@ int run(int argc, char** argv) {
   c.iters = static_cast<int>(f.integer("--iters", c.iters, 1, 100000000));
   c.warmup = static_cast<int>(f.integer("--warmup", c.warmup, 0, 100000000));
   c.json = f.text("--json", c.json);
-  c.gpuos_only = f.integer("--ladder", 1, 0, 1) == 0;
+  c.ladder = f.integer("--ladder", 1, 0, 1) != 0;
   f.finish();
 
   DeviceContext dev(c.device);
@@ -225,31 +224,31 @@ int run(int argc, char** argv) {
     rows.push_back({"launch+sync", to_us(measure_launch(c, m, s))});
     rows.push_back({"graph+sync", to_us(measure_graph(c, m, s))});
     // The floor's ladder: what each piece of the resident kernel's path adds to the ping-pong.
-    if (!c.gpuos_only) {
-    rows.push_back({"pp+fence.gpu", to_us(measure_ping_pong(c, m, s, 1))});
-    rows.push_back({"pp+fence.sys", to_us(measure_ping_pong(c, m, s, 2))});
-    rows.push_back({"pp v4", to_us(measure_ping_pong(c, m, s, 8))});
-    rows.push_back({"pp v4+2nd line", to_us(measure_ping_pong(c, m, s, 8 | 32))});
-    rows.push_back({"pp warp", to_us(measure_ping_pong(c, m, s, 16))});
-    rows.push_back({"pp warp+gpu", to_us(measure_ping_pong(c, m, s, 16 | 1))});
-    rows.push_back({"pp block", to_us(measure_ping_pong(c, m, s, 4))});
-    rows.push_back({"pp block+2nd", to_us(measure_ping_pong(c, m, s, 4 | 32))});
-    rows.push_back({"pp block+gpu", to_us(measure_ping_pong(c, m, s, 4 | 1))});
-    rows.push_back({"pp+rel.gpu", to_us(measure_ping_pong(c, m, s, 64))});
-    rows.push_back({"pp+rel.sys", to_us(measure_ping_pong(c, m, s, 128))});
-    // Staggered polls: K reads of the line in flight, issued an interval apart (bench_ping_staggered).
-    static std::deque<std::string> names;  // Row keeps a const char* (a deque does not move its strings)
-    struct Stag {
-      unsigned flags, k, lanes, interval;
-    };
-    for (const Stag& v : {Stag{0, 4, 1, 300}, Stag{1, 1, 8, 0}, Stag{1, 1, 16, 0}, Stag{1, 4, 8, 300},
-                          Stag{3, 4, 8, 300}, Stag{1, 4, 16, 300}}) {
-      names.push_back(std::string("pp ") + (v.flags & 1u ? "async" : "regs") + (v.flags & 2u ? "+call" : "") + " K" +
-                      std::to_string(v.k) + " x" + std::to_string(v.lanes) +
-                      (v.k > 1 ? " @" + std::to_string(v.interval) : std::string()));
-      const unsigned mode = v.flags | (v.k << 8) | (v.lanes << 16);
-      rows.push_back({names.back().c_str(), to_us(measure_ping_pong(c, m, s, mode, "staggered", v.interval))});
-    }
+    if (c.ladder) {
+      rows.push_back({"pp+fence.gpu", to_us(measure_ping_pong(c, m, s, 1))});
+      rows.push_back({"pp+fence.sys", to_us(measure_ping_pong(c, m, s, 2))});
+      rows.push_back({"pp v4", to_us(measure_ping_pong(c, m, s, 8))});
+      rows.push_back({"pp v4+2nd line", to_us(measure_ping_pong(c, m, s, 8 | 32))});
+      rows.push_back({"pp warp", to_us(measure_ping_pong(c, m, s, 16))});
+      rows.push_back({"pp warp+gpu", to_us(measure_ping_pong(c, m, s, 16 | 1))});
+      rows.push_back({"pp block", to_us(measure_ping_pong(c, m, s, 4))});
+      rows.push_back({"pp block+2nd", to_us(measure_ping_pong(c, m, s, 4 | 32))});
+      rows.push_back({"pp block+gpu", to_us(measure_ping_pong(c, m, s, 4 | 1))});
+      rows.push_back({"pp+rel.gpu", to_us(measure_ping_pong(c, m, s, 64))});
+      rows.push_back({"pp+rel.sys", to_us(measure_ping_pong(c, m, s, 128))});
+      // Staggered polls: K reads of the line in flight, issued an interval apart (bench_ping_staggered).
+      static std::deque<std::string> names;  // Row keeps a const char* (a deque does not move its strings)
+      struct Stag {
+        unsigned flags, k, lanes, interval;
+      };
+      for (const Stag& v : {Stag{0, 4, 1, 300}, Stag{1, 1, 8, 0}, Stag{1, 1, 16, 0}, Stag{1, 4, 8, 300},
+                            Stag{3, 4, 8, 300}, Stag{1, 4, 16, 300}}) {
+        names.push_back(std::string("pp ") + (v.flags & 1u ? "async" : "regs") + (v.flags & 2u ? "+call" : "") + " K" +
+                        std::to_string(v.k) + " x" + std::to_string(v.lanes) +
+                        (v.k > 1 ? " @" + std::to_string(v.interval) : std::string()));
+        const unsigned mode = v.flags | (v.k << 8) | (v.lanes << 16);
+        rows.push_back({names.back().c_str(), to_us(measure_ping_pong(c, m, s, mode, true, v.interval))});
+      }
     }
   }
   GpuosResult g = guarded("gpuos", [&] { return measure_gpuos(c, out, a, b); });

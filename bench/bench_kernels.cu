@@ -118,7 +118,7 @@ extern "C" __global__ void bench_ping_staggered(const volatile unsigned* ping, v
   __shared__ __align__(16) uint4 buf[kMaxStagger][16];
   __shared__ unsigned sink;
   const unsigned lane = threadIdx.x;
-  const int stagger = static_cast<int>((mode >> 8) & 15u) < 1 ? 1 : static_cast<int>((mode >> 8) & 15u);
+  const int stagger = min(max(static_cast<int>((mode >> 8) & 15u), 1), kMaxStagger);
   const unsigned lanes = (mode >> 16) & 31u ? (mode >> 16) & 31u : 1u;
   void (*call)(unsigned*, unsigned) = *const_cast<void (*volatile*)(unsigned*, unsigned)>(&bench_opaque_ptr);
   // Lane i reads bytes 16 (i % 8) of line 0 (the ping's) or, from lane 8, of line 2 (after the pong's).
