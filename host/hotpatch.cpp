@@ -93,6 +93,9 @@ namespace {
 /// lazy module loading (a process that chose it: host/driver.cpp asks for eager loading) the load of the
 /// kernel's code by cuModuleGetFunction adds ~150 us. Shared with the thread: if the switch gives up (a
 /// kernel that does not stop), the thread finishes on its own whenever the driver returns.
+/// Most seconds a switch waits for the driver's load once the kernel has stopped.
+constexpr int kLoadTimeoutS = 60;
+
 struct PendingLoad {
   std::mutex m;
   std::condition_variable cv;
@@ -160,7 +163,15 @@ void Runtime::switch_image(const std::vector<char>* cubin, gpuos_generation& g) 
   first_ticket = __atomic_load_n(&control_->fetched, __ATOMIC_ACQUIRE);
   Image next;
   if (cubin) {
-    pending->wait_for(std::chrono::nanoseconds(-1));
+    // The device is idle now, so the load finishes in well under a millisecond (bench_module). Bounded
+    // all the same: a driver that never returns must not take the runtime with it. The old generation
+    // then serves again and the caller gets the error; the thread's module, should it ever arrive, is
+    // left loaded (unloading it would need another idle device).
+    if (!pending->wait_for(std::chrono::seconds(kLoadTimeoutS))) {
+      if (running) launch();
+      fail(GPUOS_ERR_TIMEOUT, "the driver did not finish loading the new generation's image within " +
+                                  std::to_string(kLoadTimeoutS) + " s of the kernel's stop; the old generation serves on");
+    }
     CUmodule m = pending->module;
     CUresult r = pending->r;
     if (running) {

@@ -30,6 +30,8 @@ constexpr uint32_t kReplySlots = 64;
 /// Automatic arena count: this many per SM (docs/allocator.md: the sweep), each at least kMinAutoArena.
 constexpr uint32_t kAutoArenasPerSm = 8;
 constexpr uint64_t kMinAutoArena = 1ull << 20;
+/// Default DeviceState::pace_limit_ns: about one poll round trip (docs/benchmarks.md, pacing).
+constexpr uint32_t kDefaultPaceLimitNs = 1200;
 static_assert(GPUOS_HEAP_CHECKED == tlsf::kChecked, "heap_flags are passed to the device as they are");
 
 
@@ -248,6 +250,19 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
       if (v < 1 || v > 64) fail(GPUOS_ERR_INVALID_ARG, std::string("GPUOS_TILE_BATCH must be in [1, 64], got ") + b);
       const uint32_t mb = static_cast<uint32_t>(v);
       GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, max_batch), &mb, sizeof(mb), stream_));
+    }
+    // Pacing of the front end's poll after a lone task (DeviceState::pace_limit_ns): on unless
+    // GPUOS_POLL_PACE says "off" or gives another limit in ns (0..4000).
+    {
+      uint32_t pace = kDefaultPaceLimitNs;
+      if (const char* v = std::getenv("GPUOS_POLL_PACE"); v && *v) {
+        char* end = nullptr;
+        const long n = std::strcmp(v, "off") == 0 ? 0 : std::strtol(v, &end, 10);
+        if (std::strcmp(v, "off") != 0 && (end == v || *end != '\0' || n < 0 || n > 4000))
+          fail(GPUOS_ERR_INVALID_ARG, std::string("GPUOS_POLL_PACE must be 'off' or a limit in ns in [0, 4000], got ") + v);
+        pace = static_cast<uint32_t>(n);
+      }
+      GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, pace_limit_ns), &pace, sizeof(pace), stream_));
     }
     // Alias table: identity (every logical id runs the operator in its own slot).
     uint16_t alias[GPUOS_MAX_OPS];
@@ -555,7 +570,7 @@ bool Runtime::submit(const gpuos_task* tasks, size_t n, bool blocking, uint64_t&
     abi::Payload& p = payloads[i];
     std::memset(&p, 0, sizeof(p));
     p.op = static_cast<uint16_t>(t.op);
-    p.arg_bytes = static_cast<uint16_t>(t.arg_bytes);
+    p.arg_bytes = static_cast<uint8_t>(t.arg_bytes);  // <= GPUOS_MAX_ARG_BYTES, checked above
     p.tiles = t.tiles;
     if (t.arg_bytes) std::memcpy(p.args, t.args, t.arg_bytes);
   }
@@ -746,34 +761,63 @@ std::string Runtime::diagnose() {
       }
       // Where a task's time goes inside the front end (device clock): the poll's round trip over the
       // bus, and the hand-over (a lone task: run + completion record; else: copy + publish).
+      auto is_lone = [](const Rec& r) { return ((r.window >> 32) & 1u) != 0; };
+      auto pct = [](std::vector<double>& v, double q) {
+        std::sort(v.begin(), v.end());
+        return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+      };
       for (const bool lone : {true, false}) {
-        std::vector<double> rt, work, tiled, recorded;
+        std::vector<double> rt, work, barrier, tiled, recorded, pace;
         for (const Rec& r : recs) {
-          if ((r.window >> 32 != 0) != lone || r.t_return < r.t_issue || r.t_done < r.t_return) continue;
+          if (is_lone(r) != lone || r.t_return < r.t_issue || r.t_done < r.t_return) continue;
           rt.push_back(static_cast<double>(r.t_return - r.t_issue) * 1e-3);
           work.push_back(static_cast<double>(r.t_done - r.t_return) * 1e-3);
+          pace.push_back(static_cast<double>(r.window >> 40) * 1e-3);
           if (r.steps) {
-            tiled.push_back(static_cast<double>(r.steps >> 32) * 1e-3);
-            recorded.push_back(static_cast<double>(r.steps & 0xffffffffu) * 1e-3);
+            constexpr uint64_t m = (1ull << 21) - 1;
+            barrier.push_back(static_cast<double>(r.steps >> 42) * 1e-3);
+            tiled.push_back(static_cast<double>((r.steps >> 21) & m) * 1e-3);
+            recorded.push_back(static_cast<double>(r.steps & m) * 1e-3);
           }
         }
         if (rt.empty()) continue;
-        auto pct = [](std::vector<double>& v, double q) {
-          std::sort(v.begin(), v.end());
-          return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
-        };
         char buf[256];
         std::snprintf(buf, sizeof buf,
                       "front-end timing (%s, %zu polls): poll round trip p50 %.2f us p90 %.2f us; %s p50 %.2f us "
-                      "p90 %.2f us",
+                      "p90 %.2f us; pacing p50 %.2f us",
                       lone ? "lone tasks" : "copied tasks", rt.size(), pct(rt, 0.5), pct(rt, 0.9),
-                      lone ? "run + completion record" : "copy + publish", pct(work, 0.5), pct(work, 0.9));
+                      lone ? "run + completion record" : "copy + publish", pct(work, 0.5), pct(work, 0.9),
+                      pct(pace, 0.5));
         line(buf);
         if (!tiled.empty()) {
           std::snprintf(buf, sizeof buf,
-                        "front-end timing (lone tasks): after the poll, tile done p50 %.2f us, completion record "
-                        "written p50 %.2f us",
-                        pct(tiled, 0.5), pct(recorded, 0.5));
+                        "front-end timing (lone tasks): after the poll, all chunks in p50 %.2f us, tile done p50 "
+                        "%.2f us, completion record written p50 %.2f us",
+                        pct(barrier, 0.5), pct(tiled, 0.5), pct(recorded, 0.5));
+          line(buf);
+        }
+      }
+      {
+        // Lone tasks back to back (the closed loop): from one's completion record to the next one's
+        // poll issue, and whether an empty poll came between (the slow mode pacing is meant to remove).
+        std::vector<Rec> by_time(recs);
+        std::sort(by_time.begin(), by_time.end(), [](const Rec& a, const Rec& b) { return a.t_issue < b.t_issue; });
+        std::vector<double> gap;
+        size_t extra = 0;
+        for (size_t i = 1; i < by_time.size(); ++i) {
+          const Rec &a = by_time[i - 1], &b = by_time[i];
+          if (!is_lone(a) || !is_lone(b) || b.head != a.head + 1 || b.t_issue < a.t_done) continue;
+          const double g = static_cast<double>(b.t_issue - a.t_done) * 1e-3;
+          gap.push_back(g);
+          // An empty poll in between: the finding poll began later than the pacing alone explains.
+          if (g > static_cast<double>(b.window >> 40) * 1e-3 + 0.6) ++extra;
+        }
+        if (!gap.empty()) {
+          char buf[256];
+          std::snprintf(buf, sizeof buf,
+                        "front-end timing (lone after lone, %zu pairs): record -> next finding poll issued p50 %.2f us "
+                        "p90 %.2f us; an empty poll between in %.1f%%",
+                        gap.size(), pct(gap, 0.5), pct(gap, 0.9), 100.0 * static_cast<double>(extra) / static_cast<double>(gap.size()));
           line(buf);
         }
       }
@@ -789,7 +833,7 @@ std::string Runtime::diagnose() {
         const bool near = r.head + r.ready + 300 > t && r.head < t + 300;
         if ((jump || covers || near) && shown++ < 50)
           line("  head=" + u(r.head) + " ready=" + u(r.ready) + " window=" + u(r.window & 0xffffffffu) +
-               " lone=" + u(r.window >> 32) + " launch=" + u(r.launch) + (jump ? " JUMP" : "") +
+               " lone=" + u((r.window >> 32) & 1u) + " launch=" + u(r.launch) + (jump ? " JUMP" : "") +
                (covers ? " COVERS" : ""));
       }
     }

@@ -153,6 +153,13 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
+/// A lone task's steps in the flight recorder: three ns offsets from the poll's return, 21 bits each
+/// (abi::kTraceRecords says which).
+__device__ __forceinline__ uint64_t trace_steps(uint64_t a, uint64_t b, uint64_t c) {
+  constexpr uint64_t m = (1ull << 21) - 1;
+  return ((a < m ? a : m) << 42) | ((b < m ? b : m) << 21) | (c < m ? c : m);
+}
+
 /// Takes tiles of the task in `e` until none is left. `board_slot_hint` is where the task is on the
 /// board (helpers); `may_insert` says whether this block puts it there. All threads call it.
 ///
@@ -251,23 +258,28 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
 
 // ---- front end ---------------------------------------------------------------------------------------
 inline constexpr uint64_t kStopPollEvery = 8;
+/// Pacing steps (ns): up when the paced poll came back empty and the next one found the task, down when
+/// the paced poll found it. Up / (up + down) is about how often the controller lets a poll miss.
+inline constexpr uint32_t kPaceUp = 64;
+inline constexpr uint32_t kPaceDown = 8;
 inline constexpr uint32_t kLoadsPerThread = kMaxWindow * kSlotChunks / GPUOS_BLOCK_THREADS;
 static_assert(kLoadsPerThread * GPUOS_BLOCK_THREADS == kMaxWindow * kSlotChunks);
 
-/// Chunk 0 word 0 of a slot (op | arg_bytes << 16) with the logical op replaced by its alias slot.
+/// Chunk 0 word 0 of a slot (op | arg_bytes << 16 | hints << 24) with the logical op replaced by its
+/// alias slot.
 __device__ __forceinline__ uint32_t resolve_op(uint32_t w0, const uint16_t* alias) {
   const uint32_t op = w0 & 0xffffu;
   return op < GPUOS_MAX_OPS ? (w0 & 0xffff0000u) | alias[op] : w0;
 }
 
 /// Applies the control task whose chunk 0 is `c0` and chunk 1's first word `kind` (ControlArgs::kind;
-/// chunk words are op|arg_bytes, tiles, args[0..3], stamp) and completes its ticket. Thread 0.
+/// chunk words are op|arg_bytes|hints, tiles, args[0..3], stamp) and completes its ticket. Thread 0.
 __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* alias, uint4 c0, uint32_t kind,
                                               uint64_t ticket) {
   DeviceState& s = *p.state;
   const uint32_t logical = c0.z & 0xffffu, slot = c0.z >> 16;
   uint32_t st = kTaskBadArgs;
-  if ((c0.x >> 16) == sizeof(ControlArgs) && kind == kControlAlias && logical < GPUOS_MAX_OPS &&
+  if (((c0.x >> 16) & 0xffu) == sizeof(ControlArgs) && kind == kControlAlias && logical < GPUOS_MAX_OPS &&
       slot < GPUOS_MAX_OPS) {
     alias[logical] = static_cast<uint16_t>(slot);
     s.alias[logical] = static_cast<uint16_t>(slot);  // read by the next launch's front end
@@ -284,9 +296,10 @@ __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* a
 /// tile (the entry's claim word is exhausted since its last use). Not inlined: the call through the jump
 /// table stays out of the front end's loop, whose registers (the window's chunks) it would otherwise
 /// have to save around the call. With `t0` (the poll's return, ns; 0: not timing) it returns, in thread
-/// 0, the ns from t0 to the tile's end << 32 | to the record.
+/// 0, trace_steps(the poll's barrier passed, the tile's end, the record written).
 __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh, void* smem, const uint16_t* alias,
-                                          uint4 chunk, uint64_t head, uint64_t launch, unsigned long long t0) {
+                                          uint4 chunk, uint64_t head, uint64_t launch, unsigned long long t0,
+                                          unsigned long long t_barrier) {
   const unsigned tid = threadIdx.x;
   const bool timing = t0 != 0;
   if (tid < kSlotChunks) {
@@ -307,7 +320,7 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
   complete(p, sh, sh.ctx);
   uint64_t steps = 0;
   if (tid == 0) {
-    if (timing) steps = ((t_tiled - t0) << 32) | (global_ns() - t0);
+    if (timing) steps = trace_steps(t_barrier - t0, t_tiled - t0, global_ns() - t0);
     // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself. After the
     // completion record, so the record's fence does not wait for these stores.
     DqEntry& e = p.dq[head & ((1ull << p.log2_capacity) - 1)];
@@ -337,18 +350,39 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     uint32_t control_at;  // index of the first control task (~0u: none)
     uint32_t stop;
     uint32_t tiles0;      // tiles of the first slot
+    uint32_t more0;       // the first slot's host hint (abi::kHintMore)
   };
   __shared__ PollResult polls[3];
   for (uint32_t i = tid; i < GPUOS_MAX_OPS; i += GPUOS_BLOCK_THREADS) alias[i] = s.alias[i];
-  if (tid < 3) polls[tid] = PollResult{~0u, ~0u, 0u, 0u};
+  if (tid < 3) polls[tid] = PollResult{~0u, ~0u, 0u, 0u, 0u};
+  // Pacing (block-uniform: every thread runs the controller on the same inputs). after_lone: 1 = the
+  // last poll ran a lone task and the next poll is paced; 2 = that paced poll came back empty.
+  const uint32_t pace_limit = s.pace_limit_ns;
+  uint32_t pace = 0, after_lone = 0;
+  unsigned long long lone_end = 0;  // thread 0: when the lone task's completion record went out
   __syncthreads();
   for (uint64_t iter = 0;; ++iter) {
     PollResult& pr = polls[iter % 3];
     // All reads of the ring and the control word go out together: one round trip. The control word is
     // read on every kStopPollEvery-th poll only: a second line in the same poll costs ~0.3-0.5 us of
     // round trip (bench_dispatch's ladder), a stop waits a few polls longer.
-    unsigned long long stop_run = 0, t_issue = 0, t_return = 0;
+    unsigned long long stop_run = 0, t_issue = 0, t_return = 0, t_barrier = 0;
     uint64_t lone_steps = 0;  // run_lone's timing (trace only)
+    // Pacing. A task found alone is most often a caller waiting for it, whose next task is written
+    // right after it sees the completion record. A poll issued at once after the record can reach the
+    // ring just before that write, and the task then waits a whole extra round trip (the closed loop's
+    // slow mode, docs/benchmarks.md). So the first poll after a lone task starts `pace` ns after the
+    // record; pace adapts between 0 and pace_limit: up when that poll came back empty and the next
+    // one found a task, down when it found one. Where the first poll already finds the next task, pace
+    // stays 0. Only the lanes that read (warp 0, one slot) wait.
+    if (after_lone == 1 && pace != 0 && tid < 32) {
+      if (tid == 0) {
+        const unsigned long long until = lone_end + pace;
+        while (global_ns() < until) {
+        }
+      }
+      __syncwarp();
+    }
     if (tid == 0 && trace) t_issue = global_ns();
     if (tid == 0 && (iter % kStopPollEvery) == 0) stop_run = load_sys_u64(&p.control->stop_run);
     uint4 v[kLoadsPerThread];
@@ -368,15 +402,29 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     }
     if (tid == 0) {
       pr.stop = stop_run == p.run_id;
-      pr.tiles0 = v[0].y;  // chunk 0 of slot 0: op|arg_bytes, tiles, args[0..3]
-      polls[(iter + 1) % 3] = PollResult{~0u, ~0u, 0u, 0u};  // the next poll's
+      pr.tiles0 = v[0].y;  // chunk 0 of slot 0: op|arg_bytes|hints, tiles, args[0..3]
+      pr.more0 = (v[0].x >> 24) & kHintMore;
+      polls[(iter + 1) % 3] = PollResult{~0u, ~0u, 0u, 0u, 0u};  // the next poll's
       if (trace) t_return = global_ns();  // after thread 0's reads returned (its stamp was compared)
     }
     __syncthreads();
+    if (tid == 0 && trace) t_barrier = global_ns();  // every chunk of the poll is in
     uint32_t ready = pr.ready < window ? pr.ready : window;
     const uint32_t ctl = pr.control_at, tiles0 = pr.tiles0;
+    const bool more0 = pr.more0 != 0;
     const bool stop = pr.stop;
     if (stop) break;  // what this poll saw stays in the ring for the next launch
+    if (after_lone != 0) {
+      if (ready > 0) {
+        if (after_lone == 1)
+          pace = pace > kPaceDown ? pace - kPaceDown : 0;
+        else
+          pace = pace + kPaceUp < pace_limit ? pace + kPaceUp : pace_limit;
+        after_lone = 0;
+      } else {
+        after_lone = after_lone == 1 ? 2 : 0;  // a second empty poll: nobody was waiting to submit
+      }
+    }
     // Tasks before a control task are copied with the old alias table; the control task is applied
     // alone, in its turn; the tasks after it wait for the next poll.
     const bool control = ctl == 0 && ready > 0;
@@ -398,8 +446,11 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       __syncthreads();
     } else if (lone) {
       // Lone single-tile task: run it here, no hand-off (run_lone says more).
-      lone_steps = run_lone(p, sh, smem, alias, v[0], head, launch, trace ? t_return : 0ull);
+      lone_steps = run_lone(p, sh, smem, alias, v[0], head, launch, trace ? t_return : 0ull, t_barrier);
       // No barrier: sh.payload and sh.ctx are next written after the next poll's barrier.
+      if (tid == 0) lone_end = global_ns();
+      // Pace the next poll when it reads one slot (no hint that more follow); pacing off: limit 0.
+      after_lone = pace_limit != 0 && next_window(window, ready, more0) == 1 ? 1u : 0u;
     } else {
       // Copy the ready slots into the device queue, arm each entry, then publish them all.
 #pragma unroll
@@ -446,17 +497,17 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         uint64_t* r = trace + kTraceWords * (trace_pos++ % kTraceRecords);
         r[0] = head;
         r[1] = ready;
-        r[2] = window | (static_cast<uint64_t>(lone) << 32);
+        r[2] = window | (static_cast<uint64_t>(lone) << 32) | (static_cast<uint64_t>(pace) << 40);
         r[3] = launch;
         r[4] = t_issue;
         r[5] = t_return;
         r[6] = global_ns();
-        // A lone task's steps, in ns after t_return: tile run (+ barrier) << 32 | completion record written.
+        // A lone task's steps, in ns after t_return: the poll's barrier, tile run, record written.
         r[7] = lone_steps;
       }
     }
     head += ready;
-    window = next_window(window, ready);
+    window = next_window(window, ready, more0);
   }
   if (tid == 0) {
     store_sys_u64(&p.control->fetched, head);

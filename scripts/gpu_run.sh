@@ -23,11 +23,44 @@ mkdir -p "$logs"
 summary=$out/summary.txt
 status=0
 
+# run_limited LOG COMMAND...: the command with its output in LOG, stopped after $limit seconds (exit
+# 124). A command still running then first gets its threads written to LOG: name, state, kernel wait
+# channel, system call, and, where cuda-gdb is there, every thread's backtrace; a hang says where it is.
+run_limited() {
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 &
+  local pid=$! ticks=0
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ $ticks -ge $((limit * 10)) ]; then
+      {
+        echo "gpu_run: still running after ${limit} s; its threads:"
+        for t in /proc/"$pid"/task/*; do
+          echo "  tid $(basename "$t") $(cat "$t"/comm 2>/dev/null) state=$(awk '{print $3}' "$t"/stat 2>/dev/null)" \
+               "wchan=$(cat "$t"/wchan 2>/dev/null) syscall=$(cut -d' ' -f1 "$t"/syscall 2>/dev/null)"
+          sed 's/^/      /' "$t"/stack 2>/dev/null | head -n 12
+        done
+        if command -v cuda-gdb >/dev/null; then
+          timeout 90 cuda-gdb -q -batch -p "$pid" -ex "info threads" -ex "thread apply all bt 20" 2>&1 | tail -n 300
+        fi
+      } >>"$log" 2>&1
+      kill -TERM "$pid" 2>/dev/null
+      sleep 10
+      kill -KILL "$pid" 2>/dev/null
+      wait "$pid" 2>/dev/null
+      return 124
+    fi
+    sleep 0.1
+    ticks=$((ticks + 1))
+  done
+  wait "$pid"
+}
+
 step() {  # step NAME LOG COMMAND...
   local name=$1 log=$2
   shift 2
   local t0=$SECONDS
-  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+  run_limited "$log" "$@"
   local rc=$?
   local verdict=pass
   if [ $rc -ne 0 ]; then

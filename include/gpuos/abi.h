@@ -17,6 +17,7 @@
 #include <cuda/std/cstddef>
 namespace gpuos::abi_std {
 using cuda::std::int32_t;
+using cuda::std::uint8_t;
 using cuda::std::uint16_t;
 using cuda::std::uint32_t;
 using cuda::std::uint64_t;
@@ -26,6 +27,7 @@ using cuda::std::uint64_t;
 #include <cstdint>
 namespace gpuos::abi_std {
 using std::int32_t;
+using std::uint8_t;
 using std::uint16_t;
 using std::uint32_t;
 using std::uint64_t;
@@ -39,7 +41,7 @@ using std::uint64_t;
 #endif
 
 /// Bumped on any change to a layout in this file; the image and the host must agree.
-#define GPUOS_ABI_VERSION 5u
+#define GPUOS_ABI_VERSION 6u
 
 /// Threads per block of the resident kernel; every operator tile runs on exactly this many threads.
 #define GPUOS_BLOCK_THREADS 256u
@@ -89,10 +91,16 @@ struct alignas(128) Slot {
 /// The logical content of a slot, reassembled from the chunks' payload words.
 struct alignas(8) Payload {
   uint16_t op;         ///< operator id (index of the jump table)
-  uint16_t arg_bytes;  ///< size of the argument struct in args[]
+  uint8_t arg_bytes;   ///< size of the argument struct in args[] (<= GPUOS_MAX_ARG_BYTES)
+  uint8_t hints;       ///< SlotHint bits: what the host knew when it published the slot (not the task's)
   uint32_t tiles;      ///< number of tiles, 1..GPUOS_MAX_TILES
   unsigned char args[GPUOS_MAX_ARG_BYTES];
 };
+
+/// Payload::hints. kHintMore: when the host published this slot it had already handed out a later ticket,
+/// so more work follows right behind it; the front end widens its next poll (kernel/window.hpp). Without
+/// it, a task found alone keeps the poll at one slot, the cheapest round trip for a waiting caller.
+enum SlotHint : uint8_t { kHintMore = 1 };
 
 /// Completion record (mapped host memory; device writes with one 16-byte store, host reads).
 /// Record i holds the latest ticket t with t % capacity == i; seq = t + 1 so that zeroed memory is empty.
@@ -162,10 +170,12 @@ GPUOS_HD inline constexpr int32_t claim_remaining(uint64_t claim) {
 inline constexpr uint64_t kClaimOne = 1ull << 32;
 
 /// Records in the front end's flight recorder (DeviceState::trace), one for every poll that found work:
-/// {head, ready, window | lone << 32, launch, t_issue, t_return, t_done, steps}: device times in ns
-/// (%globaltimer) when the poll's reads were issued, when they returned, and when the poll's work was
-/// handed over (published to the workers, or, for a lone task the front end ran, its completion record
-/// written); for a lone task, steps = (tile done - t_return) << 32 | (record written - t_return).
+/// {head, ready, window | lone << 32 | pace << 40, launch, t_issue, t_return, t_done, steps}: device
+/// times in ns (%globaltimer) when the poll's reads were issued, when thread 0's returned, and when the
+/// poll's work was handed over (published to the workers, or, for a lone task the front end ran, its
+/// completion record written); pace: the front end's post-completion pacing (ns) at that poll; for a
+/// lone task, steps holds three 21-bit ns offsets from t_return: the poll's barrier passed (every chunk
+/// in) << 42 | tile done << 21 | record written.
 inline constexpr uint32_t kTraceRecords = 1u << 16;
 inline constexpr uint32_t kTraceWords = 8;
 
@@ -187,7 +197,9 @@ struct alignas(128) DeviceState {
   uint64_t* trace;      ///< flight recorder of the front end (kTraceRecords x kTraceWords), or null
   uint64_t trace_pos;   ///< records written so far
   uint32_t max_batch;   ///< most tiles a worker claims at once (set by the host before a launch; 0 = 32)
-  uint32_t pad4;
+  /// Longest the front end waits after a lone task's completion record before its next poll (ns; it
+  /// adapts below this, kernel/scheduler.cu "pacing"); 0 = never waits. Set by the host before a launch.
+  uint32_t pace_limit_ns;
   uint64_t pad3[9];
   uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty
   /// Alias table: a task's op id is a logical id; the front end replaces it with alias[op] (the jump-table
@@ -270,6 +282,7 @@ static_assert(GPUOS_MAX_REGISTERS * GPUOS_BLOCK_THREADS * GPUOS_MIN_BLOCKS_PER_S
 static_assert(sizeof(Slot) == kSlotBytes && alignof(Slot) == 128);
 static_assert(sizeof(Payload) == kPayloadBytes);
 #if !defined(__CUDACC_RTC__)  // NVRTC's offsetof is not a constant expression; nvcc and host check these
+static_assert(offsetof(Payload, arg_bytes) == 2 && offsetof(Payload, hints) == 3);
 static_assert(offsetof(Payload, args) == 8, "args must be 8-byte aligned inside the payload");
 static_assert(sizeof(Completion) == 16);
 static_assert(sizeof(HostControl) == 128);

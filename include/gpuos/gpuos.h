@@ -29,7 +29,8 @@ typedef enum gpuos_status {
   GPUOS_OK = 0,
   GPUOS_ERR_INVALID_ARG = 1,  /* a bad argument: unknown op, wrong argument size, zero tiles, ... */
   GPUOS_ERR_QUEUE_FULL = 2,   /* try_submit: no free slot; nothing was submitted */
-  GPUOS_ERR_TIMEOUT = 3,      /* wait: the task has not completed in time (it is still pending) */
+  GPUOS_ERR_TIMEOUT = 3,      /* wait: the task has not completed in time (it is still pending); elsewhere: the
+                                 driver or the device did not finish a step in time (the message says which) */
   GPUOS_ERR_UNAVAILABLE = 4,  /* the runtime is shutting down or suspended for that call */
   GPUOS_ERR_NO_DEVICE = 5,    /* no CUDA driver, or no device with that index */
   GPUOS_ERR_DRIVER = 6,       /* the driver is too old or a driver call failed */

@@ -15,7 +15,8 @@ Payload random_payload(std::mt19937_64& rng) {
   Payload p;
   std::memset(&p, 0, sizeof(p));
   p.op = static_cast<uint16_t>(rng() % GPUOS_MAX_OPS);
-  p.arg_bytes = static_cast<uint16_t>(rng() % (GPUOS_MAX_ARG_BYTES + 1));
+  p.arg_bytes = static_cast<uint8_t>(rng() % (GPUOS_MAX_ARG_BYTES + 1));
+  p.hints = static_cast<uint8_t>(rng() % 2);
   p.tiles = static_cast<uint32_t>(rng() % GPUOS_MAX_TILES) + 1;
   for (auto& b : p.args) b = static_cast<unsigned char>(rng());
   return p;
@@ -83,8 +84,9 @@ TEST_CASE("tile counts of the built-ins") {
 }
 
 TEST_CASE("heap requests: the reserved operator id, the request in a slot, the reply's layout") {
-  CHECK(GPUOS_ABI_VERSION == 5u);
+  CHECK(GPUOS_ABI_VERSION == 6u);
   CHECK(offsetof(DeviceState, max_batch) == 304);
+  CHECK(offsetof(DeviceState, pace_limit_ns) == 308);
   CHECK(GPUOS_OP_HEAP_CTL == GPUOS_MAX_OPS - 1);
   CHECK(GPUOS_OP_HEAP_CTL >= GPUOS_BUILTIN_OP_COUNT);
   CHECK(sizeof(LaunchParams) == 64);

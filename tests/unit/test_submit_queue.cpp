@@ -210,3 +210,34 @@ TEST_CASE("poll says pending until the record for that exact ticket arrives") {
   CHECK(q.reap() == 2);
   CHECK(q.failed() == 1);
 }
+
+TEST_CASE("a slot says more follow when a later ticket was already out at its publication") {
+  Rings r(6);
+  SubmitQueue q(r.ring, r.comp, 6);
+  auto hints_of = [&](uint64_t t) {
+    abi::Payload p;
+    REQUIRE(abi::decode_slot(r.ring[t & 63], abi::stamp_of(t, 6), p));
+    return p.hints;
+  };
+  uint64_t first = 0;
+  REQUIRE(q.try_reserve(3, first));  // a batch: all but its last say more follow
+  for (uint64_t t = first; t < first + 3; ++t) q.publish(t, payload_for(t));
+  CHECK(hints_of(0) == abi::kHintMore);
+  CHECK(hints_of(1) == abi::kHintMore);
+  CHECK(hints_of(2) == 0);
+  REQUIRE(q.try_reserve(1, first));  // a lone submit
+  q.publish(first, payload_for(first));
+  CHECK(hints_of(3) == 0);
+  uint64_t a = 0, b = 0;  // two threads' submits: the first published after the second reserved
+  REQUIRE(q.try_reserve(1, a));
+  REQUIRE(q.try_reserve(1, b));
+  q.publish(b, payload_for(b));
+  q.publish(a, payload_for(a));
+  CHECK(hints_of(a) == abi::kHintMore);
+  CHECK(hints_of(b) == 0);
+  // The hint is not part of the task: the payload's own bytes are untouched.
+  abi::Payload p;
+  REQUIRE(abi::decode_slot(r.ring[a & 63], abi::stamp_of(a, 6), p));
+  CHECK(p.op == a % 7);
+  CHECK(p.arg_bytes == 8);
+}
