@@ -4,6 +4,8 @@
 //   (b) cuLaunchKernel of an empty kernel + cuStreamSynchronize
 //   (c) a 1-node CUDA graph: cuGraphLaunch + cuStreamSynchronize
 //   (d) gpuos: submit(ops::nop()) + wait, and submit(ops::add(256 elements)) + wait
+//   (e) pacing: gpuos nop when the caller thinks a little between a completion and its next submit,
+//       with the front end's post-completion pacing on and off
 //
 // (a)-(c) run before gpuos boots: the resident kernel occupies the GPU, and (a)'s kernel must have
 // exited before it does. Every iteration is timed on the host with a monotonic clock.
@@ -24,7 +26,7 @@ constexpr unsigned kPingStop = 0xffffffffu;  // BENCH_PING_STOP in bench_kernels
 constexpr std::uint64_t kAddElems = 256;
 
 const char* kHelp =
-    "usage: bench_dispatch [--device N] [--iters N] [--warmup N] [--ladder 0|1] [--json FILE]\n"
+    "usage: bench_dispatch [--device N] [--iters N] [--warmup N] [--ladder 0|1] [--think-ns N] [--json FILE]\n"
     "\n"
     "Round trip of one task in flight (p50/p99 over --iters iterations after --warmup):\n"
     "  ping-pong    one GPU thread polls a word in mapped host memory and echoes it (the floor)\n"
@@ -36,6 +38,8 @@ const char* kHelp =
     "               registers or by cp.async into shared memory, x lanes of 16 bytes)\n"
     "  gpuos nop    gpuos submit(nop) + wait\n"
     "  gpuos add256 gpuos submit(add of 256 floats) + wait\n"
+    "  nop think N  gpuos nop when the caller waits N ns after each completion before submitting, with the\n"
+    "               front end's poll pacing on (the default) and off (\"unpaced\"); diagnostic, no target\n"
     "Targets: gpuos nop p50 <= 1.25 x ping-pong p50; launch+sync p50 >= 2 x gpuos nop p50.\n"
     "\n"
     "Options:\n"
@@ -43,7 +47,9 @@ const char* kHelp =
     "  --iters N    timed iterations per method (default 20000)\n"
     "  --warmup N   untimed iterations first (default 2000)\n"
     "  --json FILE  result file (default bench_dispatch.json)\n"
-    "  --ladder 0   skip the floor's ladder (default 1)\n";
+    "  --ladder 0   skip the floor's ladder (default 1)\n"
+    "  --think-ns N the pacing rows: a closed loop whose caller waits N ns after each completion before\n"
+    "               its next submit, with the front end's pacing on and off (default 500; 0: no rows)\n";
 
 struct Config {
   int device = 0;
@@ -51,6 +57,7 @@ struct Config {
   int warmup = 2000;
   std::string json = "bench_dispatch.json";
   bool ladder = true;  // the floor's ladder (--ladder 0: only the floor, launch, graph and gpuos)
+  std::int64_t think_ns = 500;  // the pacing rows (--think-ns 0: none)
 };
 
 /// Times `warmup + iters` calls of round_trip(i) (i from 1); returns the timed samples in ns.
@@ -170,6 +177,33 @@ GpuosResult measure_gpuos(const Config& c, const DeviceArray& out, const DeviceA
   return r;
 }
 
+/// A closed loop whose caller thinks `think_ns` between a completion and its next submit (busy, not
+/// timed): the next task lands in the ring a little after the completion, which is when a front end
+/// that polls at once comes back empty and the task waits a whole extra round trip. With pacing (the
+/// default) the front end learns to wait that little; `pace` is GPUOS_POLL_PACE for this runtime
+/// ("off" compares). Only the submit -> wait time is measured.
+std::vector<double> measure_think(const Config& c, std::int64_t think_ns, const char* pace) {
+  const char* old = std::getenv("GPUOS_POLL_PACE");
+  const std::string saved = old ? old : "";
+  ::setenv("GPUOS_POLL_PACE", pace, 1);
+  std::vector<double> ns;
+  {
+    Runtime rt(Options().with_device(c.device));
+    if (old) ::setenv("GPUOS_POLL_PACE", saved.c_str(), 1); else ::unsetenv("GPUOS_POLL_PACE");
+    ns.reserve(static_cast<std::size_t>(c.iters));
+    std::int64_t done = now_ns();
+    for (int i = 1; i <= c.warmup + c.iters; ++i) {
+      while (now_ns() - done < think_ns) {
+      }
+      const std::int64_t t0 = now_ns();
+      rt.wait(rt.submit(ops::nop()));
+      done = now_ns();
+      if (i > c.warmup) ns.push_back(static_cast<double>(done - t0));
+    }
+  }
+  return ns;
+}
+
 /// The add task ran (many times; once is enough to show the data path works).
 bool check_add(const Stream& s, const DeviceArray& out) {
   std::vector<float> got(kAddElems);
@@ -199,6 +233,7 @@ int run(int argc, char** argv) {
   c.warmup = static_cast<int>(f.integer("--warmup", c.warmup, 0, 100000000));
   c.json = f.text("--json", c.json);
   c.ladder = f.integer("--ladder", 1, 0, 1) != 0;
+  c.think_ns = f.integer("--think-ns", c.think_ns, 0, 100000);
   f.finish();
 
   DeviceContext dev(c.device);
@@ -254,11 +289,19 @@ int run(int argc, char** argv) {
   GpuosResult g = guarded("gpuos", [&] { return measure_gpuos(c, out, a, b); });
   rows.push_back({"gpuos nop", to_us(std::move(g.nop))});
   rows.push_back({"gpuos add256", to_us(std::move(g.add))});
+  // Pacing, shown on any machine: the caller thinks before each submit (diagnostic rows, no target).
+  if (c.think_ns > 0) {
+    static std::string on, off;
+    on = "nop think " + std::to_string(c.think_ns) + "ns";
+    off = on + " unpaced";
+    rows.push_back({on.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, "1200"); }))});
+    rows.push_back({off.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, "off"); }))});
+  }
   const bool add_ok = check_add(s, out);
 
-  std::printf("%-16s %10s %10s %10s %10s %10s\n", "method", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us");
+  std::printf("%-24s %10s %10s %10s %10s %10s\n", "method", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us");
   for (const Row& r : rows)
-    std::printf("%-16s %10.2f %10.2f %10.2f %10.2f %10.2f\n", r.name, r.us.p50, r.us.p90, r.us.p99, r.us.p999,
+    std::printf("%-24s %10.2f %10.2f %10.2f %10.2f %10.2f\n", r.name, r.us.p50, r.us.p90, r.us.p99, r.us.p999,
                 r.us.max);
   auto p50 = [&](const char* name) {
     for (const Row& r : rows)

@@ -753,11 +753,11 @@ std::string Runtime::diagnose() {
       // The recorder's position is kept in a register while the kernel runs: order the records by
       // (launch, head) instead, then show discontinuities (a poll that did not start where the
       // previous one ended) and the polls around the oldest pending ticket.
-      struct Rec { uint64_t head, ready, window, launch, t_issue, t_return, t_done, steps; };
+      struct Rec { uint64_t head, ready, window, launch, t_issue, t_return, t_done, steps, t[7], cycles; };
       std::vector<Rec> recs;
       for (uint32_t i = 0; i < abi::kTraceRecords; ++i) {
         const uint64_t* w = &tr[abi::kTraceWords * i];
-        if (w[1] != 0) recs.push_back({w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]});
+        if (w[1] != 0) recs.push_back({w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], {w[8], w[9], w[10], w[11], w[12], w[13], w[14]}, w[15]});
       }
       // Where a task's time goes inside the front end (device clock): the poll's round trip over the
       // bus, and the hand-over (a lone task: run + completion record; else: copy + publish).
@@ -795,6 +795,34 @@ std::string Runtime::diagnose() {
                         "%.2f us, completion record written p50 %.2f us",
                         pct(barrier, 0.5), pct(tiled, 0.5), pct(recorded, 0.5));
           line(buf);
+        }
+      }
+      {
+        // A lone task's steps inside the front end (words 8-14 of its record), p50 of each.
+        static const char* const names[6] = {"to the call", "call entered", "staged, validated", "operator returned",
+                                              "tile barrier", "record written"};
+        std::vector<double> d[6], mhz;
+        for (const Rec& r : recs) {
+          if (!is_lone(r) || r.t[0] == 0 || r.t[6] == 0) continue;
+          bool ordered = true;
+          for (int k = 0; k < 6; ++k) ordered = ordered && r.t[k + 1] >= r.t[k];
+          if (!ordered) continue;
+          for (int k = 0; k < 6; ++k) d[k].push_back(static_cast<double>(r.t[k + 1] - r.t[k]) * 1e-3);
+          if (r.t[6] > r.t[2]) mhz.push_back(static_cast<double>(r.cycles) * 1e3 / static_cast<double>(r.t[6] - r.t[2]));
+        }
+        if (!d[0].empty()) {
+          std::string l = "front-end timing (lone tasks, steps after all chunks are in, p50 us):";
+          for (int k = 0; k < 6; ++k) {
+            char b[64];
+            std::snprintf(b, sizeof b, " %s +%.3f", names[k], pct(d[k], 0.5));
+            l += b;
+          }
+          if (!mhz.empty()) {
+            char b[64];
+            std::snprintf(b, sizeof b, "; SM clock p50 %.0f MHz", pct(mhz, 0.5));
+            l += b;
+          }
+          line(l);
         }
       }
       {

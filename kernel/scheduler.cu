@@ -107,10 +107,9 @@ __device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, uint32
 
 /// Runs the finish function (if any) and writes the completion record. All threads call it, after the
 /// task's last tile and a barrier; the tiles' writes are made visible to the host before the record.
-/// `c` carries the task's ticket and scratch.
-__device__ __forceinline__ void complete(const LaunchParams& p, BlockShared& sh, const TileCtx& c) {
-  uint32_t st;
-  const OpEntry* e = validate(sh, st);
+/// `c` carries the task's ticket and scratch; `e` and `st` are what validate() said of the task.
+__device__ __forceinline__ void complete(const LaunchParams& p, BlockShared& sh, const TileCtx& c, const OpEntry* e,
+                                         uint32_t st) {
   if (e && e->finish) {
     e->finish(sh.payload.args, c);
     __syncthreads();
@@ -252,7 +251,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
     }
   }
   __syncthreads();
-  if (sh.last) complete(p, sh, sh.ctx);
+  if (sh.last) complete(p, sh, sh.ctx, op, st);
   __syncthreads();
 }
 
@@ -261,7 +260,7 @@ inline constexpr uint64_t kStopPollEvery = 8;
 /// Pacing steps (ns): up when the paced poll came back empty and the next one found the task, down when
 /// the paced poll found it. Up / (up + down) is about how often the controller lets a poll miss.
 inline constexpr uint32_t kPaceUp = 64;
-inline constexpr uint32_t kPaceDown = 8;
+inline constexpr uint32_t kPaceDown = 4;
 inline constexpr uint32_t kLoadsPerThread = kMaxWindow * kSlotChunks / GPUOS_BLOCK_THREADS;
 static_assert(kLoadsPerThread * GPUOS_BLOCK_THREADS == kMaxWindow * kSlotChunks);
 
@@ -290,37 +289,55 @@ __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* a
                           st == kTaskOk ? 0u : GPUOS_OP_CONTROL));
 }
 
-/// Runs a lone single-tile task on the front end's block: one barrier between the poll and the tile, one
-/// after it, then the completion record. All threads call it; `chunk` is the thread's chunk of slot 0
-/// (threads below kSlotChunks). Its entry is never armed, so the worker that claims this ticket finds no
-/// tile (the entry's claim word is exhausted since its last use). Not inlined: the call through the jump
-/// table stays out of the front end's loop, whose registers (the window's chunks) it would otherwise
-/// have to save around the call. With `t0` (the poll's return, ns; 0: not timing) it returns, in thread
-/// 0, trace_steps(the poll's barrier passed, the tile's end, the record written).
+/// Runs a lone single-tile task on the front end's block: one barrier between the poll and the tile (slot
+/// 0's payload staged in shared memory; every thread builds the tile's context itself), one after it,
+/// then the completion record. All threads call it; `chunk` is the thread's chunk of slot 0 (threads
+/// below kSlotChunks). (Staging the payload inside the poll, before its barrier, instead took this
+/// barrier away but lengthened every poll by as much and cost the front end's copy loop ~4% of its
+/// tiny-task throughput: measured, not kept.) Its entry is never armed, so the worker that claims this ticket finds no tile (the entry's claim word is exhausted
+/// since its last use). Not inlined: the call through the jump table stays out of the front end's loop,
+/// whose registers (the window's chunks) it would otherwise have to save around the call. With `t0`
+/// (the poll's return, ns; 0: not timing) it returns, in thread 0, trace_steps(the poll's barrier
+/// passed, the tile's end, the record written), and writes the steps' device times into the recorder's
+/// record `rec` (words 10-14; null: not timing).
+/// On return sh.local_scratch is 0 again, for the next lone task (nobody reads it any more: a finish
+/// function ran before complete()'s barrier).
 __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh, void* smem, const uint16_t* alias,
                                           uint4 chunk, uint64_t head, uint64_t launch, unsigned long long t0,
-                                          unsigned long long t_barrier) {
+                                          uint64_t* rec) {
   const unsigned tid = threadIdx.x;
   const bool timing = t0 != 0;
+  const unsigned long long t_entry = timing && tid == 0 ? global_ns() : 0;
+  const long long c_entry = timing && tid == 0 ? clock64() : 0;
   if (tid < kSlotChunks) {
     auto* w = reinterpret_cast<uint32_t*>(&sh.payload) + 3 * tid;
     w[0] = tid == 0 ? resolve_op(chunk.x, alias) : chunk.x;
     w[1] = chunk.y;
     w[2] = chunk.z;
   }
-  if (tid == 0) {
-    sh.local_scratch = 0.0;
-    sh.ctx = TileCtx{0u, 1u, head, smem, &sh.local_scratch};
-  }
+  const TileCtx ctx{0u, 1u, head, smem, &sh.local_scratch};
   __syncthreads();
   uint32_t st;
-  if (const OpEntry* op = validate(sh, st)) op->tile(sh.payload.args, sh.ctx, 1u);
+  const OpEntry* op = validate(sh, st);
+  const unsigned long long t_valid = timing && tid == 0 ? global_ns() : 0;
+  if (op) op->tile(sh.payload.args, ctx, 1u);
+  const unsigned long long t_called = timing && tid == 0 ? global_ns() : 0;
   __syncthreads();  // the tile's writes, before the record
   const unsigned long long t_tiled = timing && tid == 0 ? global_ns() : 0;
-  complete(p, sh, sh.ctx);
+  complete(p, sh, ctx, op, st);
   uint64_t steps = 0;
   if (tid == 0) {
-    if (timing) steps = trace_steps(t_barrier - t0, t_tiled - t0, global_ns() - t0);
+    if (timing) {
+      const unsigned long long t_recorded = global_ns();
+      steps = trace_steps(rec[8] - t0, t_tiled - t0, t_recorded - t0);  // rec[8]: the poll's barrier
+      rec[10] = t_entry;
+      rec[11] = t_valid;
+      rec[12] = t_called;
+      rec[13] = t_tiled;
+      rec[14] = t_recorded;
+      rec[15] = static_cast<uint64_t>(clock64() - c_entry);  // SM cycles over t_entry .. t_recorded
+    }
+    sh.local_scratch = 0.0;
     // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself. After the
     // completion record, so the record's fence does not wait for these stores.
     DqEntry& e = p.dq[head & ((1ull << p.log2_capacity) - 1)];
@@ -354,19 +371,23 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
   };
   __shared__ PollResult polls[3];
   for (uint32_t i = tid; i < GPUOS_MAX_OPS; i += GPUOS_BLOCK_THREADS) alias[i] = s.alias[i];
+  if (tid == 0) sh.local_scratch = 0.0;  // run_lone's scratch (it leaves it 0 for the next)
   if (tid < 3) polls[tid] = PollResult{~0u, ~0u, 0u, 0u, 0u};
-  // Pacing (block-uniform: every thread runs the controller on the same inputs). after_lone: 1 = the
+  // Pacing state, thread 0's (in shared memory: the loop's registers are spoken for). after_lone: 1 = the
   // last poll ran a lone task and the next poll is paced; 2 = that paced poll came back empty.
-  const uint32_t pace_limit = s.pace_limit_ns;
-  uint32_t pace = 0, after_lone = 0;
-  unsigned long long lone_end = 0;  // thread 0: when the lone task's completion record went out
+  struct Pacing {
+    unsigned long long lone_end;  // when the lone task's completion record went out
+    uint32_t pace, after_lone, limit;
+  };
+  __shared__ Pacing pacing;
+  if (tid == 0) pacing = Pacing{0ull, 0u, 0u, s.pace_limit_ns};
   __syncthreads();
   for (uint64_t iter = 0;; ++iter) {
     PollResult& pr = polls[iter % 3];
     // All reads of the ring and the control word go out together: one round trip. The control word is
     // read on every kStopPollEvery-th poll only: a second line in the same poll costs ~0.3-0.5 us of
     // round trip (bench_dispatch's ladder), a stop waits a few polls longer.
-    unsigned long long stop_run = 0, t_issue = 0, t_return = 0, t_barrier = 0;
+    unsigned long long stop_run = 0, t_issue = 0, t_return = 0;
     uint64_t lone_steps = 0;  // run_lone's timing (trace only)
     // Pacing. A task found alone is most often a caller waiting for it, whose next task is written
     // right after it sees the completion record. A poll issued at once after the record can reach the
@@ -375,9 +396,9 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     // record; pace adapts between 0 and pace_limit: up when that poll came back empty and the next
     // one found a task, down when it found one. Where the first poll already finds the next task, pace
     // stays 0. Only the lanes that read (warp 0, one slot) wait.
-    if (after_lone == 1 && pace != 0 && tid < 32) {
-      if (tid == 0) {
-        const unsigned long long until = lone_end + pace;
+    if (tid < 32) {
+      if (tid == 0 && pacing.after_lone == 1 && pacing.pace != 0) {
+        const unsigned long long until = pacing.lone_end + pacing.pace;
         while (global_ns() < until) {
         }
       }
@@ -408,21 +429,23 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       if (trace) t_return = global_ns();  // after thread 0's reads returned (its stamp was compared)
     }
     __syncthreads();
-    if (tid == 0 && trace) t_barrier = global_ns();  // every chunk of the poll is in
+    // Every chunk of the poll is in (the recorder's word 8 of this poll's record, read back by run_lone).
+    if (tid == 0 && trace) trace[kTraceWords * (trace_pos % kTraceRecords) + 8] = global_ns();
     uint32_t ready = pr.ready < window ? pr.ready : window;
     const uint32_t ctl = pr.control_at, tiles0 = pr.tiles0;
     const bool more0 = pr.more0 != 0;
     const bool stop = pr.stop;
     if (stop) break;  // what this poll saw stays in the ring for the next launch
-    if (after_lone != 0) {
+    if (tid == 0 && pacing.after_lone != 0) {
       if (ready > 0) {
-        if (after_lone == 1)
-          pace = pace > kPaceDown ? pace - kPaceDown : 0;
+        const uint32_t pace = pacing.pace, limit = pacing.limit;
+        if (pacing.after_lone == 1)
+          pacing.pace = pace > kPaceDown ? pace - kPaceDown : 0;
         else
-          pace = pace + kPaceUp < pace_limit ? pace + kPaceUp : pace_limit;
-        after_lone = 0;
+          pacing.pace = pace + kPaceUp < limit ? pace + kPaceUp : limit;
+        pacing.after_lone = 0;
       } else {
-        after_lone = after_lone == 1 ? 2 : 0;  // a second empty poll: nobody was waiting to submit
+        pacing.after_lone = pacing.after_lone == 1 ? 2 : 0;  // a second empty poll: nobody was waiting to submit
       }
     }
     // Tasks before a control task are copied with the old alias table; the control task is applied
@@ -446,11 +469,17 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       __syncthreads();
     } else if (lone) {
       // Lone single-tile task: run it here, no hand-off (run_lone says more).
-      lone_steps = run_lone(p, sh, smem, alias, v[0], head, launch, trace ? t_return : 0ull, t_barrier);
-      // No barrier: sh.payload and sh.ctx are next written after the next poll's barrier.
-      if (tid == 0) lone_end = global_ns();
+      uint64_t* rec = trace ? trace + kTraceWords * (trace_pos % kTraceRecords) : nullptr;  // this poll's record
+      if (tid == 0 && rec) {
+        rec[9] = global_ns();  // run_lone called
+      }
+      lone_steps = run_lone(p, sh, smem, alias, v[0], head, launch, trace ? t_return : 0ull, rec);
+      // No barrier: sh.payload is next written after the next poll's barrier.
       // Pace the next poll when it reads one slot (no hint that more follow); pacing off: limit 0.
-      after_lone = pace_limit != 0 && next_window(window, ready, more0) == 1 ? 1u : 0u;
+      if (tid == 0) {
+        pacing.lone_end = global_ns();
+        pacing.after_lone = pacing.limit != 0 && next_window(window, ready, more0) == 1 ? 1u : 0u;
+      }
     } else {
       // Copy the ready slots into the device queue, arm each entry, then publish them all.
 #pragma unroll
@@ -497,7 +526,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         uint64_t* r = trace + kTraceWords * (trace_pos++ % kTraceRecords);
         r[0] = head;
         r[1] = ready;
-        r[2] = window | (static_cast<uint64_t>(lone) << 32) | (static_cast<uint64_t>(pace) << 40);
+        r[2] = window | (static_cast<uint64_t>(lone) << 32) | (static_cast<uint64_t>(pacing.pace) << 40);
         r[3] = launch;
         r[4] = t_issue;
         r[5] = t_return;
@@ -534,11 +563,21 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
           mine = dev_ref<uint64_t>(s.claim).fetch_add(1ull, cuda::memory_order_relaxed);
           have = true;
         }
-        if (mine < load_acquire(s.head)) {
+        // Relaxed polls, one acquire fence once there is something to act on: an acquire load at
+        // device scope invalidates the whole L1 of the SM (CCTL.IVALL in the SASS), and idle workers
+        // poll every microsecond. On the front end's SM that threw out the front end's stack every
+        // time, and a lone task's path waited on L2 for its spilled registers (~0.2 us a step).
+        const uint64_t h = dev_ref<uint64_t>(s.head).load(cuda::memory_order_relaxed);
+        if (mine < h) {
           action = kRunOwn;
-        } else if (load_acquire(s.closed)) {
-          action = mine < load_acquire(s.head) ? kRunOwn : kExit;
+        } else if (dev_ref<uint32_t>(s.closed).load(cuda::memory_order_relaxed)) {
+          // The front end's last store to head happened before closed: re-read it after the fence.
+          cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+          action = mine < dev_ref<uint64_t>(s.head).load(cuda::memory_order_relaxed) ? kRunOwn : kExit;
         }
+        // Acquire (pairs with the front end's release of head): the entry's claim word read next is the
+        // one the front end armed, not its previous lap's.
+        if (action == kRunOwn) cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
       }
       action = __shfl_sync(0xffffffffu, action, 0);
       if (action == kIdle) {

@@ -175,9 +175,12 @@ inline constexpr uint64_t kClaimOne = 1ull << 32;
 /// poll's work was handed over (published to the workers, or, for a lone task the front end ran, its
 /// completion record written); pace: the front end's post-completion pacing (ns) at that poll; for a
 /// lone task, steps holds three 21-bit ns offsets from t_return: the poll's barrier passed (every chunk
-/// in) << 42 | tile done << 21 | record written.
+/// in) << 42 | tile done << 21 | record written. Words 8-14, lone tasks only, device times of the steps
+/// in between: the poll's barrier passed, run_lone called, entered, the payload staged and validated, the operator's
+/// call returned (thread 0), the tile's barrier passed, the record written; word 15: SM clock cycles
+/// from run_lone's entry to the record (with words 10 and 14, the SM's clock rate).
 inline constexpr uint32_t kTraceRecords = 1u << 16;
-inline constexpr uint32_t kTraceWords = 8;
+inline constexpr uint32_t kTraceWords = 16;
 
 /// Number of multi-tile tasks idle blocks can help with at once.
 inline constexpr uint32_t kBoardSize = 64;
