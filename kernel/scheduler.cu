@@ -289,19 +289,19 @@ __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* a
                           st == kTaskOk ? 0u : GPUOS_OP_CONTROL));
 }
 
-/// Runs a lone single-tile task on the front end's block: one barrier between the poll and the tile (slot
-/// 0's payload staged in shared memory; every thread builds the tile's context itself), one after it,
-/// then the completion record. All threads call it; `chunk` is the thread's chunk of slot 0 (threads
-/// below kSlotChunks). (Staging the payload inside the poll, before its barrier, instead took this
-/// barrier away but lengthened every poll by as much and cost the front end's copy loop ~4% of its
-/// tiny-task throughput: measured, not kept.) Its entry is never armed, so the worker that claims this ticket finds no tile (the entry's claim word is exhausted
-/// since its last use). Not inlined: the call through the jump table stays out of the front end's loop,
-/// whose registers (the window's chunks) it would otherwise have to save around the call. With `t0`
-/// (the poll's return, ns; 0: not timing) it returns, in thread 0, trace_steps(the poll's barrier
-/// passed, the tile's end, the record written), and writes the steps' device times into the recorder's
-/// record `rec` (words 10-14; null: not timing).
-/// On return sh.local_scratch is 0 again, for the next lone task (nobody reads it any more: a finish
-/// function ran before complete()'s barrier).
+/// Runs a lone single-tile task on the front end's block: one barrier between the poll and the tile
+/// (slot 0's payload staged in shared memory; every thread builds the tile's context itself), one after
+/// it, then the completion record. All threads call it; `chunk` is the thread's chunk of slot 0 (threads
+/// below kSlotChunks). (Staging the payload inside the poll, before its barrier, took this barrier away
+/// but lengthened every poll by as much and cost the copy loop ~4% of its tiny-task throughput:
+/// measured, not kept.) Its entry is never armed, so the worker that claims this ticket finds no tile
+/// (the entry's claim word is exhausted since its last use). Not inlined: the call through the jump
+/// table stays out of the front end's loop, whose registers (the window's chunks) it would otherwise
+/// have to save around the call. With `t0` (the poll's return, ns; 0: not timing) it returns, in thread
+/// 0, trace_steps(the poll's barrier passed, the tile's end, the record written), and writes the steps'
+/// device times into the recorder's record `rec` (words 10-15; null: not timing). On return
+/// sh.local_scratch is 0 again, for the next lone task (nobody reads it any more: a finish function ran
+/// before complete()'s barrier).
 __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh, void* smem, const uint16_t* alias,
                                           uint4 chunk, uint64_t head, uint64_t launch, unsigned long long t0,
                                           uint64_t* rec) {
@@ -565,8 +565,8 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
         }
         // Relaxed polls, one acquire fence once there is something to act on: an acquire load at
         // device scope invalidates the whole L1 of the SM (CCTL.IVALL in the SASS), and idle workers
-        // poll every microsecond. On the front end's SM that threw out the front end's stack every
-        // time, and a lone task's path waited on L2 for its spilled registers (~0.2 us a step).
+        // poll every microsecond, on every SM, the front end's included. (Measured: the lone task's
+        // path did not get faster, so its spills were not what it waited on; the L1 churn is gone.)
         const uint64_t h = dev_ref<uint64_t>(s.head).load(cuda::memory_order_relaxed);
         if (mine < h) {
           action = kRunOwn;
