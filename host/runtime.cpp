@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "../kernel/tlsf.hpp"  // layout sizes and status codes only: the metadata is the device's
 #include "driver.hpp"
@@ -154,6 +155,20 @@ CUresult prefer_l1(CUfunction fn, int ordinal) {
 
 namespace {
 
+/// A tuning environment variable: nothing when unset or empty, else its value, an integer in [lo, hi]
+/// (or "off", read as 0, where `off_ok`); anything else is an error that names the variable.
+std::optional<uint32_t> tuning_env(const char* name, long lo, long hi, bool off_ok = false) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  if (off_ok && std::strcmp(v, "off") == 0) return 0u;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || n < lo || n > hi)
+    fail(GPUOS_ERR_INVALID_ARG, std::string(name) + " must be " + (off_ok ? "'off' or " : "") + "an integer in [" +
+                                    std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'");
+  return static_cast<uint32_t>(n);
+}
+
 /// Blocks the kernel runs with: occupancy x SMs allowed by the budget.
 uint32_t grid_for(CUfunction fn, const gpuos_options& o, gpuos_device_info& info) {
   GPUOS_CU_TRY(prefer_l1(fn, o.device));
@@ -245,25 +260,12 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
     }
     // Tuning: most tiles a worker claims at once for a large task (DeviceState::max_batch, 1..64;
     // unset: the kernel's default).
-    if (const char* b = std::getenv("GPUOS_TILE_BATCH"); b && *b) {
-      const long v = std::strtol(b, nullptr, 10);
-      if (v < 1 || v > 64) fail(GPUOS_ERR_INVALID_ARG, std::string("GPUOS_TILE_BATCH must be in [1, 64], got ") + b);
-      const uint32_t mb = static_cast<uint32_t>(v);
-      GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, max_batch), &mb, sizeof(mb), stream_));
-    }
+    if (const auto mb = tuning_env("GPUOS_TILE_BATCH", 1, 64))
+      GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, max_batch), &*mb, sizeof(*mb), stream_));
     // Pacing of the front end's poll after a lone task (DeviceState::pace_limit_ns): on unless
     // GPUOS_POLL_PACE says "off" or gives another limit in ns (0..4000).
-    {
-      uint32_t pace = kDefaultPaceLimitNs;
-      if (const char* v = std::getenv("GPUOS_POLL_PACE"); v && *v) {
-        char* end = nullptr;
-        const long n = std::strcmp(v, "off") == 0 ? 0 : std::strtol(v, &end, 10);
-        if (std::strcmp(v, "off") != 0 && (end == v || *end != '\0' || n < 0 || n > 4000))
-          fail(GPUOS_ERR_INVALID_ARG, std::string("GPUOS_POLL_PACE must be 'off' or a limit in ns in [0, 4000], got ") + v);
-        pace = static_cast<uint32_t>(n);
-      }
-      GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, pace_limit_ns), &pace, sizeof(pace), stream_));
-    }
+    const uint32_t pace = tuning_env("GPUOS_POLL_PACE", 0, 4000, true).value_or(kDefaultPaceLimitNs);
+    GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, pace_limit_ns), &pace, sizeof(pace), stream_));
     // Alias table: identity (every logical id runs the operator in its own slot).
     uint16_t alias[GPUOS_MAX_OPS];
     for (uint32_t i = 0; i < GPUOS_MAX_OPS; ++i) alias[i] = static_cast<uint16_t>(i);

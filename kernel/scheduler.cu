@@ -152,6 +152,11 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
+/// The flight recorder's record for the poll at position `pos`.
+__device__ __forceinline__ uint64_t* trace_record(uint64_t* trace, uint64_t pos) {
+  return trace + kTraceWords * (pos % kTraceRecords);
+}
+
 /// A lone task's steps in the flight recorder: three ns offsets from the poll's return, 21 bits each
 /// (abi::kTraceRecords says which).
 __device__ __forceinline__ uint64_t trace_steps(uint64_t a, uint64_t b, uint64_t c) {
@@ -430,7 +435,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     }
     __syncthreads();
     // Every chunk of the poll is in (the recorder's word 8 of this poll's record, read back by run_lone).
-    if (tid == 0 && trace) trace[kTraceWords * (trace_pos % kTraceRecords) + 8] = global_ns();
+    if (tid == 0 && trace) trace_record(trace, trace_pos)[8] = global_ns();
     uint32_t ready = pr.ready < window ? pr.ready : window;
     const uint32_t ctl = pr.control_at, tiles0 = pr.tiles0;
     const bool more0 = pr.more0 != 0;
@@ -469,7 +474,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       __syncthreads();
     } else if (lone) {
       // Lone single-tile task: run it here, no hand-off (run_lone says more).
-      uint64_t* rec = trace ? trace + kTraceWords * (trace_pos % kTraceRecords) : nullptr;  // this poll's record
+      uint64_t* rec = trace ? trace_record(trace, trace_pos) : nullptr;  // this poll's record
       if (tid == 0 && rec) {
         rec[9] = global_ns();  // run_lone called
       }
@@ -523,7 +528,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         store_release(s.head, head + ready);
       if (trace) {
         // Stores only (the position lives in a register): the recorder barely perturbs the timing.
-        uint64_t* r = trace + kTraceWords * (trace_pos++ % kTraceRecords);
+        uint64_t* r = trace_record(trace, trace_pos++);
         r[0] = head;
         r[1] = ready;
         r[2] = window | (static_cast<uint64_t>(lone) << 32) | (static_cast<uint64_t>(pacing.pace) << 40);

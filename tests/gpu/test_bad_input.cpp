@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include "gpu_fixture.hpp"
@@ -58,6 +59,33 @@ TEST_CASE("a device that does not exist is a clear error") {
   CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_NO_DEVICE);
   CHECK(last().find("device 99 does not exist") != std::string::npos);
   CHECK(rt == nullptr);
+}
+
+TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boots") {
+  // GPUOS_TILE_BATCH and GPUOS_POLL_PACE are read when the runtime boots (host/runtime.cpp, tuning_env).
+  struct Env {
+    const char* name;
+    explicit Env(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
+    ~Env() { ::unsetenv(name); }
+  };
+  Options o;
+  gpuos_runtime* rt = nullptr;
+  for (const char* bad : {"fast", "12x", "-1", "4001"}) {
+    Env e("GPUOS_POLL_PACE", bad);
+    CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+    CHECK_MESSAGE(last().find("GPUOS_POLL_PACE must be 'off' or an integer in [0, 4000]") != std::string::npos, last());
+    CHECK(rt == nullptr);
+  }
+  for (const char* bad : {"0", "65", "off", "8k"}) {
+    Env e("GPUOS_TILE_BATCH", bad);
+    CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+    CHECK_MESSAGE(last().find("GPUOS_TILE_BATCH must be an integer in [1, 64]") != std::string::npos, last());
+  }
+  for (const char* good : {"off", "0", "800"}) {
+    Env e("GPUOS_POLL_PACE", good);
+    Runtime r;
+    CHECK(r.wait(r.submit(ops::nop()), 5s));
+  }
 }
 
 TEST_CASE("submit after shutdown is refused; earlier tasks were drained and can still be waited on") {
