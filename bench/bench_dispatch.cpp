@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <immintrin.h>
+
 #include "bench_common.hpp"
 
 namespace gpuos::bench {
@@ -35,11 +37,14 @@ const char* kHelp =
     "  pp+...       the floor's ladder: the ping-pong plus one piece of the resident kernel's path\n"
     "               (fence.gpu / fence.sys / fence.release.gpu / fence.release.sys before the echo; a 16-byte read; a second line read each\n"
     "               poll; a one-warp poll; the front end's block-wide poll; K staggered reads in flight, into\n"
-    "               registers or by cp.async into shared memory, x lanes of 16 bytes)\n"
+    "               registers or by cp.async into shared memory, x lanes of 16 bytes; the poll's shape, lanes\n"
+    "               x bytes in one warp-wide read; the host writing the ping with a non-temporal store, or a\n"
+    "               store and then clflush or cldemote)\n"
     "  gpuos nop    gpuos submit(nop) + wait\n"
     "  gpuos add256 gpuos submit(add of 256 floats) + wait\n"
     "  nop think N  gpuos nop when the caller waits N ns after each completion before submitting, with the\n"
     "               front end's poll pacing on (the default) and off (\"unpaced\"); diagnostic, no target\n"
+
     "Targets: gpuos nop p50 <= 1.25 x ping-pong p50; launch+sync p50 >= 2 x gpuos nop p50.\n"
     "\n"
     "Options:\n"
@@ -76,11 +81,57 @@ std::vector<double> time_round_trips(const Config& c, F round_trip) {
 
 // ---- (a) ping-pong ----------------------------------------------------------------------------------
 
-/// mode 0: bench_ping_pong (the floor); else bench_ping_ladder with that mode (bench_kernels.cu).
-/// staggered: bench_ping_staggered with `mode` and `interval_ns`; a kernel that stops echoing then gives
-/// no samples (the row says n/a) instead of ending the benchmark.
-std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, const Stream& s, unsigned mode = 0,
-                                      bool staggered = false, unsigned interval_ns = 0) {
+/// How the host writes the ping: a plain store (as the floor and SubmitQueue do); a non-temporal store
+/// and a store fence (the line leaves the CPU's caches for memory); a plain store then `clflush`; a plain
+/// store then `cldemote` (a hint: the line moves from the core's private caches to the shared one, where
+/// the device's read finds it without a snoop of the core; a no-op on CPUs without it); `kLine`: the whole
+/// 128-byte line in eight 16-byte stores, the ping in word 0 of each (as a slot is written).
+enum class HostWrite { kPlain, kStream, kFlush, kDemote, kLine, kLineDemote };
+
+void write_ping(unsigned* ping, unsigned v, HostWrite how) {
+  switch (how) {
+    case HostWrite::kPlain:
+      std::atomic_ref<unsigned>(*ping).store(v, std::memory_order_release);
+      break;
+    case HostWrite::kStream:
+      _mm_stream_si32(reinterpret_cast<int*>(ping), static_cast<int>(v));
+      _mm_sfence();
+      break;
+    case HostWrite::kFlush:
+      std::atomic_ref<unsigned>(*ping).store(v, std::memory_order_release);
+      _mm_clflush(ping);
+      break;
+    case HostWrite::kDemote:
+      std::atomic_ref<unsigned>(*ping).store(v, std::memory_order_release);
+      asm volatile("cldemote (%0)" ::"r"(ping) : "memory");
+      break;
+    case HostWrite::kLine:
+    case HostWrite::kLineDemote: {
+      // Chunks 1..7 first, the ping's chunk last: the device sees a new ping only with the rest in.
+      const __m128i x = _mm_set_epi32(0, 0, 0, static_cast<int>(v));
+      for (int k = 7; k >= 0; --k) _mm_store_si128(reinterpret_cast<__m128i*>(ping) + k, x);
+      if (how == HostWrite::kLineDemote) {
+        asm volatile("cldemote (%0)" ::"r"(ping) : "memory");
+        asm volatile("cldemote (%0)" ::"r"(ping + 16) : "memory");
+      }
+      break;
+    }
+  }
+}
+
+/// A ping-pong kernel and how it is launched: bench_ping_pong (the floor; mode 0), bench_ping_ladder (mode),
+/// bench_ping_staggered (mode, interval_ns) or bench_ping_shape (lanes, width) (bench_kernels.cu).
+struct PingKernel {
+  const char* name = "bench_ping_pong";
+  unsigned a = 0, b = 0;  // mode / lanes; interval_ns / width
+  unsigned threads = 1;
+  HostWrite write = HostWrite::kPlain;
+};
+
+/// Times the ping-pong of kernel `k`; a bench_ping_staggered kernel that stops echoing gives no samples
+/// (its row says n/a) instead of ending the benchmark.
+std::vector<double> measure_ping(const Config& c, const BenchModule& m, const Stream& s, const PingKernel& k) {
+  const bool staggered = std::string(k.name) == "bench_ping_staggered";
   void* host = nullptr;
   // Ping and pong on separate 128-byte lines, a third line (the ladder's second read) after them.
   BENCH_CU(cuMemHostAlloc(&host, 512, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
@@ -93,16 +144,15 @@ std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, con
   BENCH_CU(cuMemHostGetDevicePointer(&dping, ping, 0));
   BENCH_CU(cuMemHostGetDevicePointer(&dpong, pong, 0));
 
-  void* params[] = {&dping, &dpong, &mode, &interval_ns};
-  const unsigned threads = staggered ? 32u : (mode & (4u | 16u)) ? 256u : 1u;
-  BENCH_CU(cuLaunchKernel(m.get(staggered ? "bench_ping_staggered" : mode == 0 ? "bench_ping_pong" : "bench_ping_ladder"),
-                          1, 1, 1, threads, 1, 1, 0, s.get(), params, nullptr));
+  unsigned a = k.a, b = k.b;
+  void* params[] = {&dping, &dpong, &a, &b};
+  BENCH_CU(cuLaunchKernel(m.get(k.name), 1, 1, 1, k.threads, 1, 1, 0, s.get(), params, nullptr));
 
   std::atomic_ref<unsigned> ping_ref(*ping), pong_ref(*pong);
   bool lost = false;
   auto samples = time_round_trips(c, [&](unsigned i) {
     if (lost) return;
-    ping_ref.store(i, std::memory_order_release);
+    write_ping(ping, i, k.write);
     // A lost echo must not hang the benchmark: look at the clock every 64K polls.
     const std::int64_t start = now_ns();
     for (unsigned spins = 1; pong_ref.load(std::memory_order_acquire) != i; ++spins) {
@@ -120,6 +170,19 @@ std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, con
   s.sync();  // the ping-pong kernel has exited: the GPU is free for the next methods and gpuos
   BENCH_CU(cuMemFreeHost(host));
   return samples;
+}
+
+/// mode 0: bench_ping_pong (the floor); else bench_ping_ladder with that mode (bench_kernels.cu).
+/// staggered: bench_ping_staggered with `mode` and `interval_ns`; a kernel that stops echoing then gives
+/// no samples (the row says n/a) instead of ending the benchmark.
+std::vector<double> measure_ping_pong(const Config& c, const BenchModule& m, const Stream& s, unsigned mode = 0,
+                                      bool staggered = false, unsigned interval_ns = 0) {
+  PingKernel k;
+  k.name = staggered ? "bench_ping_staggered" : mode == 0 ? "bench_ping_pong" : "bench_ping_ladder";
+  k.a = mode;
+  k.b = interval_ns;
+  k.threads = staggered ? 32u : (mode & (4u | 16u)) ? 256u : 1u;
+  return measure_ping(c, m, s, k);
 }
 
 // ---- (b) launch + sync, (c) graph + sync ------------------------------------------------------------
@@ -180,16 +243,17 @@ GpuosResult measure_gpuos(const Config& c, const DeviceArray& out, const DeviceA
 /// A closed loop whose caller thinks `think_ns` between a completion and its next submit (busy, not
 /// timed): the next task lands in the ring a little after the completion, which is when a front end
 /// that polls at once comes back empty and the task waits a whole extra round trip. With pacing (the
-/// default) the front end learns to wait that little; `pace` is GPUOS_POLL_PACE for this runtime
-/// (null: unset, the runtime's default; "off" compares). Only the submit -> wait time is measured.
-std::vector<double> measure_think(const Config& c, std::int64_t think_ns, const char* pace) {
-  const char* old = std::getenv("GPUOS_POLL_PACE");
+/// default) the front end learns to wait that little (GPUOS_POLL_PACE "off" compares). Only the
+/// submit -> wait time is measured.
+/// `var`=`value` (null: unset) while the runtime boots, then as it was.
+std::vector<double> measure_think(const Config& c, std::int64_t think_ns, const char* var, const char* value) {
+  const char* old = std::getenv(var);
   const std::string saved = old ? old : "";
-  if (pace) ::setenv("GPUOS_POLL_PACE", pace, 1); else ::unsetenv("GPUOS_POLL_PACE");
+  if (value) ::setenv(var, value, 1); else ::unsetenv(var);
   std::vector<double> ns;
   {
     Runtime rt(Options().with_device(c.device));
-    if (old) ::setenv("GPUOS_POLL_PACE", saved.c_str(), 1); else ::unsetenv("GPUOS_POLL_PACE");
+    if (old) ::setenv(var, saved.c_str(), 1); else ::unsetenv(var);
     ns.reserve(static_cast<std::size_t>(c.iters));
     std::int64_t done = now_ns();
     for (int i = 1; i <= c.warmup + c.iters; ++i) {
@@ -271,6 +335,29 @@ int run(int argc, char** argv) {
       rows.push_back({"pp block+gpu", to_us(measure_ping_pong(c, m, s, 4 | 1))});
       rows.push_back({"pp+rel.gpu", to_us(measure_ping_pong(c, m, s, 64))});
       rows.push_back({"pp+rel.sys", to_us(measure_ping_pong(c, m, s, 128))});
+      // The poll's shape: lanes x bytes per lane in one warp-wide load; how the host writes the ping.
+      static std::deque<std::string> shape_names;
+      struct Shape {
+        unsigned lanes, width;
+        HostWrite write;
+        const char* how;
+      };
+      for (const Shape& v : {Shape{1, 4, HostWrite::kPlain, ""}, Shape{1, 8, HostWrite::kPlain, ""},
+                             Shape{1, 16, HostWrite::kPlain, ""}, Shape{2, 16, HostWrite::kPlain, ""},
+                             Shape{8, 4, HostWrite::kPlain, ""}, Shape{4, 16, HostWrite::kPlain, ""},
+                             Shape{32, 4, HostWrite::kPlain, ""}, Shape{16, 8, HostWrite::kPlain, ""},
+                             Shape{8, 16, HostWrite::kPlain, ""}, Shape{8, 16, HostWrite::kLine, " line"},
+                             Shape{8, 16, HostWrite::kLineDemote, " line+demote"},
+                             Shape{32, 4, HostWrite::kLine, " line"}, Shape{1, 16, HostWrite::kDemote, " demote"},
+                             Shape{1, 16, HostWrite::kStream, " nt"}}) {
+        shape_names.push_back("pp shape " + std::to_string(v.lanes) + "x" + std::to_string(v.width) + v.how);
+        rows.push_back({shape_names.back().c_str(),
+                        to_us(measure_ping(c, m, s, PingKernel{"bench_ping_shape", v.lanes, v.width, 32, v.write}))});
+      }
+      for (const auto& [name, how] : {std::pair{"pp host nt", HostWrite::kStream},
+                                      std::pair{"pp host clflush", HostWrite::kFlush},
+                                      std::pair{"pp host cldemote", HostWrite::kDemote}})
+        rows.push_back({name, to_us(measure_ping(c, m, s, PingKernel{"bench_ping_pong", 0, 0, 1, how}))});
       // Staggered polls: K reads of the line in flight, issued an interval apart (bench_ping_staggered).
       static std::deque<std::string> names;  // Row keeps a const char* (a deque does not move its strings)
       struct Stag {
@@ -294,9 +381,10 @@ int run(int argc, char** argv) {
     static std::string on, off;
     on = "nop think " + std::to_string(c.think_ns) + "ns";
     off = on + " unpaced";
-    rows.push_back({on.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, nullptr); }))});
-    rows.push_back({off.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, "off"); }))});
+    rows.push_back({on.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, "GPUOS_POLL_PACE", nullptr); }))});
+    rows.push_back({off.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, "GPUOS_POLL_PACE", "off"); }))});
   }
+
   const bool add_ok = check_add(s, out);
 
   std::printf("%-24s %10s %10s %10s %10s %10s\n", "method", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us");
@@ -312,6 +400,9 @@ int run(int argc, char** argv) {
   const double floor_ratio = nop / ping, launch_ratio = launch / nop;
   std::printf("gpuos nop p50 / ping-pong p50   = %.2f (target <= 1.25: %s)\n", floor_ratio,
               verdict(floor_ratio <= 1.25));
+  if (const double demoted = p50("pp host cldemote"); demoted > 0)
+    std::printf("gpuos nop p50 / ping-pong p50 with the host's cldemote = %.2f (diagnostic: a lower floor)\n",
+                nop / demoted);
   std::printf("launch+sync p50 / gpuos nop p50 = %.2f (target >= 2: %s)\n", launch_ratio,
               verdict(launch_ratio >= 2.0));
   std::printf("gpuos grid: %d blocks x %d threads; add256 result %s\n", g.info.grid_blocks, g.info.block_threads,
@@ -333,6 +424,7 @@ int run(int argc, char** argv) {
       .field("target_min_launch_over_gpuos", 2.0)
       .field("launch_vs_gpuos_pass", launch_ratio >= 2.0)
       .field("graph_p50_over_gpuos_nop_p50", p50("graph+sync") / nop)
+      .field("gpuos_nop_p50_over_ping_pong_cldemote_p50", p50("pp host cldemote") > 0 ? nop / p50("pp host cldemote") : 0.0)
       .end_object();
   j.field("add256_result_ok", add_ok).field("gpuos_tasks_completed", g.stats.completed);
   j.end_object();

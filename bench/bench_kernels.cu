@@ -97,6 +97,36 @@ extern "C" __global__ void bench_ping_ladder(const volatile unsigned* ping, vola
   }
 }
 
+/// The floor with another shape of poll: `lanes` lanes of one warp each read `width` bytes (4, 8 or 16) at
+/// lane x width in the ping's 128-byte line, in one warp-wide load; every lane's value is used (a ballot),
+/// so the warp waits for all of them, as the front end's poll does; lane 0's first word is the ping.
+extern "C" __global__ void bench_ping_shape(const volatile unsigned* ping, volatile unsigned* pong, unsigned lanes,
+                                            unsigned width) {
+  if (threadIdx.x >= 32) return;
+  const char* at = reinterpret_cast<const char*>(const_cast<const unsigned*>(ping)) + threadIdx.x * width;
+  unsigned last = 0;
+  for (;;) {
+    uint4 c = make_uint4(0, 0, 0, 0);
+    if (threadIdx.x < lanes) {
+      if (width == 16)
+        asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(c.x), "=r"(c.y), "=r"(c.z), "=r"(c.w)
+                     : "l"(at)
+                     : "memory");
+      else if (width == 8)
+        asm volatile("ld.volatile.global.v2.u32 {%0,%1}, [%2];" : "=r"(c.x), "=r"(c.y) : "l"(at) : "memory");
+      else
+        asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(c.x) : "l"(at) : "memory");
+    }
+    const unsigned odd = __ballot_sync(0xffffffffu, (c.x ^ c.y ^ c.z ^ c.w) == 0xdeadbeefu);
+    const unsigned v = __shfl_sync(0xffffffffu, c.x, 0) + (odd == 0xffffffffu ? 1u : 0u);
+    if (v == last) continue;
+    if (v == BENCH_PING_STOP) return;
+    if (threadIdx.x == 0) *pong = v;
+    last = v;
+  }
+}
+
 /// A callee the compiler cannot see through (bench_ping_staggered's mode 2: does a call wait for the
 /// polls still in flight?).
 __device__ __noinline__ void bench_opaque_call(unsigned* sink, unsigned v) {
