@@ -243,17 +243,16 @@ GpuosResult measure_gpuos(const Config& c, const DeviceArray& out, const DeviceA
 /// A closed loop whose caller thinks `think_ns` between a completion and its next submit (busy, not
 /// timed): the next task lands in the ring a little after the completion, which is when a front end
 /// that polls at once comes back empty and the task waits a whole extra round trip. With pacing (the
-/// default) the front end learns to wait that little (GPUOS_POLL_PACE "off" compares). Only the
-/// submit -> wait time is measured.
-/// `var`=`value` (null: unset) while the runtime boots, then as it was.
-std::vector<double> measure_think(const Config& c, std::int64_t think_ns, const char* var, const char* value) {
-  const char* old = std::getenv(var);
+/// default) the front end learns to wait that little; `pace` is GPUOS_POLL_PACE for this runtime
+/// (null: unset, the runtime's default; "off" compares). Only the submit -> wait time is measured.
+std::vector<double> measure_think(const Config& c, std::int64_t think_ns, const char* pace) {
+  const char* old = std::getenv("GPUOS_POLL_PACE");
   const std::string saved = old ? old : "";
-  if (value) ::setenv(var, value, 1); else ::unsetenv(var);
+  if (pace) ::setenv("GPUOS_POLL_PACE", pace, 1); else ::unsetenv("GPUOS_POLL_PACE");
   std::vector<double> ns;
   {
     Runtime rt(Options().with_device(c.device));
-    if (old) ::setenv(var, saved.c_str(), 1); else ::unsetenv(var);
+    if (old) ::setenv("GPUOS_POLL_PACE", saved.c_str(), 1); else ::unsetenv("GPUOS_POLL_PACE");
     ns.reserve(static_cast<std::size_t>(c.iters));
     std::int64_t done = now_ns();
     for (int i = 1; i <= c.warmup + c.iters; ++i) {
@@ -335,8 +334,8 @@ int run(int argc, char** argv) {
       rows.push_back({"pp block+gpu", to_us(measure_ping_pong(c, m, s, 4 | 1))});
       rows.push_back({"pp+rel.gpu", to_us(measure_ping_pong(c, m, s, 64))});
       rows.push_back({"pp+rel.sys", to_us(measure_ping_pong(c, m, s, 128))});
+      static std::deque<std::string> names;  // Row keeps a const char* (a deque does not move its strings)
       // The poll's shape: lanes x bytes per lane in one warp-wide load; how the host writes the ping.
-      static std::deque<std::string> shape_names;
       struct Shape {
         unsigned lanes, width;
         HostWrite write;
@@ -350,8 +349,8 @@ int run(int argc, char** argv) {
                              Shape{8, 16, HostWrite::kLineDemote, " line+demote"},
                              Shape{32, 4, HostWrite::kLine, " line"}, Shape{1, 16, HostWrite::kDemote, " demote"},
                              Shape{1, 16, HostWrite::kStream, " nt"}}) {
-        shape_names.push_back("pp shape " + std::to_string(v.lanes) + "x" + std::to_string(v.width) + v.how);
-        rows.push_back({shape_names.back().c_str(),
+        names.push_back("pp shape " + std::to_string(v.lanes) + "x" + std::to_string(v.width) + v.how);
+        rows.push_back({names.back().c_str(),
                         to_us(measure_ping(c, m, s, PingKernel{"bench_ping_shape", v.lanes, v.width, 32, v.write}))});
       }
       for (const auto& [name, how] : {std::pair{"pp host nt", HostWrite::kStream},
@@ -359,7 +358,6 @@ int run(int argc, char** argv) {
                                       std::pair{"pp host cldemote", HostWrite::kDemote}})
         rows.push_back({name, to_us(measure_ping(c, m, s, PingKernel{"bench_ping_pong", 0, 0, 1, how}))});
       // Staggered polls: K reads of the line in flight, issued an interval apart (bench_ping_staggered).
-      static std::deque<std::string> names;  // Row keeps a const char* (a deque does not move its strings)
       struct Stag {
         unsigned flags, k, lanes, interval;
       };
@@ -381,8 +379,8 @@ int run(int argc, char** argv) {
     static std::string on, off;
     on = "nop think " + std::to_string(c.think_ns) + "ns";
     off = on + " unpaced";
-    rows.push_back({on.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, "GPUOS_POLL_PACE", nullptr); }))});
-    rows.push_back({off.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, "GPUOS_POLL_PACE", "off"); }))});
+    rows.push_back({on.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, nullptr); }))});
+    rows.push_back({off.c_str(), to_us(guarded("gpuos", [&] { return measure_think(c, c.think_ns, "off"); }))});
   }
 
   const bool add_ok = check_add(s, out);
@@ -400,7 +398,8 @@ int run(int argc, char** argv) {
   const double floor_ratio = nop / ping, launch_ratio = launch / nop;
   std::printf("gpuos nop p50 / ping-pong p50   = %.2f (target <= 1.25: %s)\n", floor_ratio,
               verdict(floor_ratio <= 1.25));
-  if (const double demoted = p50("pp host cldemote"); demoted > 0)
+  const double demoted = p50("pp host cldemote");  // 0 without the ladder
+  if (demoted > 0)
     std::printf("gpuos nop p50 / ping-pong p50 with the host's cldemote = %.2f (diagnostic: a lower floor)\n",
                 nop / demoted);
   std::printf("launch+sync p50 / gpuos nop p50 = %.2f (target >= 2: %s)\n", launch_ratio,
@@ -424,7 +423,7 @@ int run(int argc, char** argv) {
       .field("target_min_launch_over_gpuos", 2.0)
       .field("launch_vs_gpuos_pass", launch_ratio >= 2.0)
       .field("graph_p50_over_gpuos_nop_p50", p50("graph+sync") / nop)
-      .field("gpuos_nop_p50_over_ping_pong_cldemote_p50", p50("pp host cldemote") > 0 ? nop / p50("pp host cldemote") : 0.0)
+      .field("gpuos_nop_p50_over_ping_pong_cldemote_p50", demoted > 0 ? nop / demoted : 0.0)
       .end_object();
   j.field("add256_result_ok", add_ok).field("gpuos_tasks_completed", g.stats.completed);
   j.end_object();
