@@ -166,16 +166,28 @@ __device__ __forceinline__ uint64_t trace_steps(uint64_t a, uint64_t b, uint64_t
 }
 
 /// Takes tiles of the task in `e` until none is left. `board_slot_hint` is where the task is on the
-/// board (helpers); `may_insert` says whether this block puts it there. All threads call it.
+/// board (helpers); `may_insert` says whether this block puts it there (the owner: then sh.ticket holds the
+/// task's ticket on entry). All threads call it.
 ///
 /// What a block pays per task, not per tile, is what lets a large task stream at the memory's rate:
-/// - Tiles are claimed several at a time once the task is known to be large (`batch`).
+/// - Tiles are claimed several at a time once the task is known to be large (`batch`): the first claim
+///   is sized from a relaxed read of the claim word (a hint: taking more than is left is harmless, the
+///   claim gets what there was), every later one from what the previous claim saw.
+/// - The owner puts a multi-tile task on the board before its own first claim, so helpers join one
+///   claim's round trip sooner.
 /// - Only the first claim needs acquire (it must see the payload the front end armed). While this
 ///   block holds tiles it has not reported, the task cannot complete, so the entry cannot be rearmed
 ///   and every later valid claim is for the same task: relaxed, no fence, no reload of the payload.
 /// - `pending` is decremented once, when the block leaves the task, by every tile it ran: one release
 ///   fence and one atomic per block per task. The block that takes it to zero completes the task.
 /// - A batch is one call of the operator's tile adapter (TileRangeFn), which loops over its tiles.
+///
+/// Measured on an H100 (add, docs/benchmarks.md, fifth session), alternating builds in one run: 64M
+/// elements, a first claim of one tile with the board insert after it 2633-2642 GB/s, the sized first
+/// claim and the early insert 2643-2653 (12 pairs, each higher; 1M and 4M: +2-3%, 16M: within 1%).
+/// Smaller claims to even out the blocks' finish times lost: rem / (2 x grid) 2530, a single second
+/// claim 2586-2618. A claim stalls the whole block for an L2 round trip that takes 1-4 us under full
+/// memory load, while a block that finishes early leaves its bandwidth to the others.
 __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, DqEntry& e,
                            uint32_t board_slot_hint, bool may_insert, uint64_t board_value) {
   DeviceState& s = *p.state;
@@ -188,6 +200,25 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
   // Every thread's: the task's operator, validated once.
   const OpEntry* op = nullptr;
   uint32_t st = kTaskOk;
+  if (threadIdx.x == 0) {
+    // Relaxed: a hint only (a stale lap's word sizes the claim wrongly, nothing else).
+    const int32_t hint = claim_remaining(dev_ref<uint64_t>(e.claim).load(cuda::memory_order_relaxed));
+    if (hint > 1 && may_insert) {
+      const uint64_t v = sh.ticket + 1;
+      for (uint32_t k = 0; k < kBoardSize; ++k) {
+        const uint32_t i = static_cast<uint32_t>(sh.ticket + k) % kBoardSize;
+        uint64_t expect = 0;
+        if (dev_ref<uint64_t>(s.board[i]).compare_exchange_strong(expect, v, cuda::memory_order_acq_rel)) {
+          inserted = true;
+          slot = i;
+          board_value = v;
+          break;
+        }
+      }
+    }
+    const uint32_t share = hint > 0 ? static_cast<uint32_t>(hint) / gridDim.x : 0u;
+    batch = share < 1 ? 1 : (share > max_batch ? max_batch : share);
+  }
   for (bool first_claim = true;; first_claim = false) {
     if (threadIdx.x == 0) {
       const uint64_t old =
@@ -198,28 +229,11 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
       sh.valid = got > 0;
       sh.tile = static_cast<uint32_t>(rem - 1);  // first (highest) tile claimed
       sh.last = got;                              // tiles claimed
-      if (got > 0 && first_claim) sh.ticket = load_acquire(e.ticket);
       const bool exhausted = rem <= static_cast<int32_t>(batch);  // no tile left after this claim
       sh.more = !exhausted;
       if (got > 0) {
-        // Big task: take more per claim (one call of the operator runs the whole batch): an even share of
-        // what is left (guided self-scheduling: the last claims are single tiles, so blocks finish
-        // together). Measured on an H100, large add 64M: rem / (4 x grid) capped at 8: 0.78 of direct;
-        // rem / (2 x grid) capped at 16: 0.86; rem / grid capped at 32: 0.90 (64: no better).
+        // The next claim: an even share of what was left (one call of the operator runs it).
         const uint32_t share = static_cast<uint32_t>(rem) / gridDim.x;
-        if (rem > 1 && may_insert && !inserted) {
-          const uint64_t v = sh.ticket + 1;
-          for (uint32_t k = 0; k < kBoardSize; ++k) {
-            const uint32_t i = static_cast<uint32_t>(sh.ticket + k) % kBoardSize;
-            uint64_t expect = 0;
-            if (dev_ref<uint64_t>(s.board[i]).compare_exchange_strong(expect, v, cuda::memory_order_acq_rel)) {
-              inserted = true;
-              slot = i;
-              board_value = v;
-              break;
-            }
-          }
-        }
         batch = share < 1 ? 1 : (share > max_batch ? max_batch : share);
       }
       if (exhausted && (inserted || !may_insert) && slot < kBoardSize) {
@@ -230,13 +244,16 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
     }
     __syncthreads();
     if (!sh.valid) break;
-    const uint64_t ticket = sh.ticket;
     const uint32_t top = sh.tile, count = sh.last;
     if (first_claim) {
+      // The payload and the ticket the front end armed (ordered after thread 0's acquire by the barrier;
+      // a helper's board value may name an older lap of this entry).
       load_payload(sh, e);
+      if (threadIdx.x == 32) sh.ticket = *reinterpret_cast<const volatile uint64_t*>(&e.ticket);
       __syncthreads();
       op = validate(sh, st);
     }
+    const uint64_t ticket = sh.ticket;
     // One call runs the whole batch (the operator's adapter loops, with a barrier between tiles).
     if (threadIdx.x == 0) sh.ctx = TileCtx{top, sh.payload.tiles, ticket, smem, &e.scratch};
     __syncthreads();
