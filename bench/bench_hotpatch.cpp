@@ -152,6 +152,7 @@ int run(int argc, char** argv) {
     };
     // A hang (a switch that never finishes, tasks that never complete) ends the run with a report.
     std::atomic<const char*> phase{"save -> new code"};
+    std::atomic<int> switches_done{0}, flips_done{0};
     std::atomic<bool> finished{false};
     std::thread watchdog([&] {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(hang_s);
@@ -165,6 +166,9 @@ int run(int argc, char** argv) {
       std::printf("  submitted %llu completed %llu failed %llu heartbeat %llu launches %llu\n",
                   (unsigned long long)st.submitted, (unsigned long long)st.completed,
                   (unsigned long long)st.failed, (unsigned long long)st.heartbeat, (unsigned long long)st.launches);
+      std::printf("  load phase: switches done %d, alias flips done %d\n", switches_done.load(), flips_done.load());
+      std::fflush(stdout);
+      std::printf("%s", rt.diagnose().c_str());
       std::fflush(stdout);
       std::_Exit(3);
     });
@@ -242,6 +246,7 @@ int run(int argc, char** argv) {
     std::thread flipper([&] {
       for (int i = 0; i < flips && !stop.load(); ++i) {
         (i % 2) ? rt.alias_rollback("tagx") : rt.alias_set("tagx", "tag_b");
+        flips_done.store(i + 1);
         std::this_thread::sleep_for(std::chrono::microseconds(500));
       }
     });
@@ -257,6 +262,7 @@ int run(int argc, char** argv) {
       overlap_us.push_back(static_cast<double>(g.overlap_ns) * 1e-3);
       retired_max = std::max(retired_max, g.retired);
       build_ms.push_back(static_cast<double>(g.build_ns) * 1e-6);
+      switches_done.store(i + 1);
     }
     phase = "waiting for the alias flips";
     flipper.join();
@@ -283,6 +289,12 @@ int run(int argc, char** argv) {
         else if (v == 2.0f || v == 6.0f || v == 10.0f) ++doubled;
         else ++wrong;
       }
+    // Shut down inside the run, so that a failure at the end (the idle unload of retired images, the
+    // stop) is reported with the runtime's diagnosis instead of passing unseen.
+    phase = "shutting down";
+    rt.shutdown();
+    if (const std::string d = rt.diagnose(); d.find("state=faulted") != std::string::npos)
+      throw std::runtime_error("the runtime faulted:\n" + d);
   });
   fs::remove_all(root);
 

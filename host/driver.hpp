@@ -24,6 +24,7 @@
   X(cuDevicePrimaryCtxRetain)                   \
   X(cuDevicePrimaryCtxRelease)                  \
   X(cuDevicePrimaryCtxReset)                    \
+  X(cuDevicePrimaryCtxSetFlags)                 \
   X(cuCtxSetCurrent)                            \
   X(cuCtxGetCurrent)                            \
   X(cuModuleLoadData)                           \

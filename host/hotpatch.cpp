@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -95,6 +96,15 @@ namespace {
 /// kernel that does not stop), the thread finishes on its own whenever the driver returns.
 /// Most seconds a switch waits for the driver's load once the kernel has stopped.
 constexpr int kLoadTimeoutS = 60;
+
+/// GPUOS_SWITCH_TRACE=1: every switch under a running kernel prints where its pause went (stderr).
+bool switch_trace() {
+  static const bool on = [] {
+    const char* v = std::getenv("GPUOS_SWITCH_TRACE");
+    return v && *v && *v != '0';
+  }();
+  return on;
+}
 
 struct PendingLoad {
   std::mutex m;
@@ -235,6 +245,21 @@ void Runtime::switch_image(const std::vector<char>* cubin, gpuos_generation& g) 
   if (running) launch();
   g.pause_ns = ns_since(t0);
   g.launch_ns = g.pause_ns - g.stop_ns - g.load_ns - g.unload_ns;
+  if (switch_trace() && running) {
+    // One line per switch (diagnostics): the stop's steps in us after the request, and when the load's
+    // thread returned (negative: before the request).
+    const double returned_us = pending ? std::chrono::duration<double, std::micro>(pending->returned - t0).count() : 0.0;
+    std::fprintf(stderr,
+                 "gpuos switch (run %llu): lead %.0f overlap %.0f | stop: seen %.1f drained %.1f idle %.1f (queries %llu, "
+                 "longest %.1f) | load returned %.1f, load %.1f launch %.1f unload %.1f pause %.1f us, retired %u (%zu bytes)\n",
+                 static_cast<unsigned long long>(run_id_), 1e-3 * static_cast<double>(load_lead_.count()),
+                 1e-3 * static_cast<double>(g.overlap_ns), 1e-3 * static_cast<double>(last_stop_.seen_ns),
+                 1e-3 * static_cast<double>(last_stop_.drained_ns), 1e-3 * static_cast<double>(last_stop_.done_ns),
+                 static_cast<unsigned long long>(last_stop_.queries), 1e-3 * static_cast<double>(last_stop_.max_query_ns),
+                 returned_us, 1e-3 * static_cast<double>(g.load_ns), 1e-3 * static_cast<double>(g.launch_ns),
+                 1e-3 * static_cast<double>(g.unload_ns), 1e-3 * static_cast<double>(g.pause_ns), g.retired,
+                 retired_bytes_);
+  }
 }
 
 void Runtime::submit_control(const abi::ControlArgs& c, uint64_t& ticket) {

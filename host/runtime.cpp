@@ -222,6 +222,16 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
   dev_ = pick_device(o.device);
   describe(dev_, o.device, info_);
   check_device_supported(dev_, info_);
+  // How the driver's own threads wait for the GPU (GPUOS_CTX_SCHED: auto, spin, yield, blocking; unset:
+  // the driver's default). Experiment: a generation switch waits in the driver for its module load,
+  // which can only finish once the old kernel has exited.
+  if (const char* v = std::getenv("GPUOS_CTX_SCHED"); v && *v) {
+    const std::string m = v;
+    const unsigned f = m == "spin" ? CU_CTX_SCHED_SPIN : m == "yield" ? CU_CTX_SCHED_YIELD
+                     : m == "blocking" ? CU_CTX_SCHED_BLOCKING_SYNC : m == "auto" ? CU_CTX_SCHED_AUTO : ~0u;
+    if (f == ~0u) fail(GPUOS_ERR_INVALID_ARG, "GPUOS_CTX_SCHED must be auto, spin, yield or blocking, got '" + m + "'");
+    GPUOS_CU_TRY(drv().cuDevicePrimaryCtxSetFlags(dev_, f));
+  }
   GPUOS_CU_TRY(drv().cuDevicePrimaryCtxRetain(&ctx_, dev_));
   try {
     CtxScope scope(ctx_);
@@ -291,7 +301,18 @@ void Runtime::close() {
   // Submitters that got past the closing check finish publishing; later ones see UNAVAILABLE.
   while (active_submitters_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   if (queue_ && !faulted_.load()) {
-    if (state_flag_.load() == State::Suspended) resume();
+    {
+      // Under the control lock: the monitor's idle unload of retired images stops and relaunches the
+      // kernel while holding it, and the state reads Suspended in between. Read unlocked, that state
+      // made a close in that window relaunch a running kernel ("not suspended"), after which the
+      // destructor's frees waited for the still-running kernel for ever. The monitor starts no new
+      // unload once closing_ is set.
+      std::lock_guard<std::mutex> cl(control_mutex_);
+      if (state_flag_.load() == State::Suspended) {
+        CtxScope scope(ctx_);
+        launch();
+      }
+    }
     std::string why;
     drain(-1, why);
   }
@@ -301,9 +322,26 @@ void Runtime::close() {
     CtxScope scope(ctx_);
     std::lock_guard<std::mutex> cl(control_mutex_);
     stop_kernel(30.0);
+  } else if (ctx_ && faulted_.load()) {
+    // A failure the host declared (not the device's) can leave the kernel running; stop it, or the
+    // frees at shutdown would wait for it for ever.
+    CtxScope scope(ctx_);
+    std::lock_guard<std::mutex> cl(control_mutex_);
+    stop_if_running(5.0);
   }
   if (state_flag_.load() != State::Faulted) state_flag_.store(State::Stopped);
   closed_ = true;
+}
+
+bool Runtime::stop_if_running(double timeout_s) {
+  if (!stream_ || !control_) return true;
+  CUresult r = drv().cuStreamQuery(stream_);
+  if (r != CUDA_ERROR_NOT_READY) return true;  // idle, or a sticky device error: nothing runs
+  __atomic_store_n(&control_->stop_run, run_id_, __ATOMIC_RELEASE);
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while ((r = drv().cuStreamQuery(stream_)) == CUDA_ERROR_NOT_READY && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  return r != CUDA_ERROR_NOT_READY;
 }
 
 void Runtime::shutdown() noexcept {
@@ -316,6 +354,9 @@ void Runtime::shutdown() noexcept {
   if (monitor_.joinable()) monitor_.join();
   if (!driver_loaded() || !ctx_) return;
   drv().cuCtxSetCurrent(ctx_);
+  // Pinned and device memory can only be freed once no kernel runs (the frees would wait for it for
+  // ever): a kernel that would not stop keeps everything, context included.
+  if (!stop_if_running(5.0)) return;
   const bool faulted = faulted_.load();
   // Freeing device memory needs an idle device: only once the kernel has exited.
   if (!faulted && state_flag_.load() != State::Running) {
@@ -390,11 +431,27 @@ void Runtime::launch() {
 
 void Runtime::stop_kernel(double timeout_s) {
   __atomic_store_n(&control_->stop_run, run_id_, __ATOMIC_RELEASE);
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  const auto spin_until = Clock::now() + std::chrono::milliseconds(5);
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::duration<double>(timeout_s);
+  const auto spin_until = t0 + std::chrono::milliseconds(5);
+  // Where a stop's time goes (diagnostics, GPUOS_SWITCH_TRACE): the front end saw the request, the last
+  // block left, the driver said the stream is idle; and the longest single query (a driver call can
+  // wait on a lock another thread holds, e.g. a module load).
+  last_stop_ = StopTiming{};
+  auto since = [&] { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()); };
   for (;;) {
+    if (!last_stop_.seen_ns && __atomic_load_n(&control_->stop_seen_run, __ATOMIC_ACQUIRE) == run_id_)
+      last_stop_.seen_ns = since();
+    if (!last_stop_.drained_ns && __atomic_load_n(&control_->drained_run, __ATOMIC_ACQUIRE) == run_id_)
+      last_stop_.drained_ns = since();
+    const uint64_t q0 = since();
     const CUresult r = drv().cuStreamQuery(stream_);
-    if (r == CUDA_SUCCESS) break;
+    last_stop_.max_query_ns = std::max(last_stop_.max_query_ns, since() - q0);
+    ++last_stop_.queries;
+    if (r == CUDA_SUCCESS) {
+      last_stop_.done_ns = since();
+      break;
+    }
     if (r != CUDA_ERROR_NOT_READY) {
       set_fault("the resident kernel failed: " + cu_error_name(r));
       cu_check(r, "resident kernel stop", __FILE__, __LINE__);
@@ -689,6 +746,10 @@ std::string Runtime::diagnose() {
       CtxScope scope(ctx_);
       if (drv().cuStreamSynchronize(stream_) == CUDA_SUCCESS) check_stopped_state();
     }
+  }
+  if (faulted_.load()) {
+    std::lock_guard<std::mutex> lock(fault_mutex_);
+    line("fault: " + fault_message_);
   }
   {
     std::lock_guard<std::mutex> lock(diag_mutex_);

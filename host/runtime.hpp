@@ -92,6 +92,8 @@ class Runtime {
 
   void launch();
   void stop_kernel(double timeout_s);
+  /// Asks a kernel that may still run (whatever the state says) to stop; true once none runs.
+  bool stop_if_running(double timeout_s);
   void check_stopped_state();
   void monitor_loop();
   void set_fault(const std::string& why);
@@ -150,6 +152,11 @@ class Runtime {
   CUstream stream_ = nullptr;
   CUstream diag_stream_ = nullptr;  // reads device state while the kernel runs (created on first use)
   std::mutex diag_mutex_;
+  /// The last stop_kernel's timing in ns after the request (0 = not seen before the stream was idle).
+  struct StopTiming {
+    uint64_t seen_ns = 0, drained_ns = 0, done_ns = 0, max_query_ns = 0, queries = 0;
+  };
+  StopTiming last_stop_;                // control_mutex_
   uint64_t last_exit_head_ = 0;         // device `head` after the last stop (control_mutex_)
   abi::DeviceState* stop_snapshot_ = nullptr;  // pinned: the state copied at the last stop
   bool snapshot_pending_ = false;              // copied, not yet checked (control_mutex_)

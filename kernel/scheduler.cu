@@ -577,6 +577,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
   }
   if (tid == 0) {
     store_sys_u64(&p.control->fetched, head);
+    store_sys_u64(&p.control->stop_seen_run, p.run_id);  // diagnostics: when a stop reached the device
     s.exit_head = head;
     s.trace_pos = trace_pos;
     store_release(s.closed, 1u);
@@ -676,6 +677,7 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
     // restart at head; the board may hold stale (exhausted) entries.
     s.claim = s.head;
     s.closed = 0;
+    s.exited = 0;
     s.launches += 1;
     s.start_head = s.head;
     for (uint32_t i = 0; i < gpuos::abi::kBoardSize; ++i) s.board[i] = 0;
@@ -697,4 +699,9 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
   } else {
     worker(p, sh, tile_smem);
   }
+  // Diagnostics: the last block out says so in mapped memory, so the host can tell the kernel's own
+  // drain from the driver's work after it (Runtime::stop_kernel's timing).
+  if (threadIdx.x == 0 &&
+      dev_ref<uint32_t>(s.exited).fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1)
+    store_sys_u64(&p.control->drained_run, p.run_id);
 }

@@ -137,7 +137,9 @@ struct alignas(64) HostControl {
   uint64_t fetched;     ///< tickets [0, fetched) have been taken out of the ring
   uint64_t started_run; ///< run id of the launch that is running (written once all blocks started)
   uint64_t abi_version; ///< GPUOS_ABI_VERSION of the running image, written at start
-  uint64_t pad1[4];
+  uint64_t stop_seen_run; ///< diagnostics: run id of the front end that saw its stop request and exited
+  uint64_t drained_run;   ///< diagnostics: run id whose every block has left the kernel (the last one writes it)
+  uint64_t pad1[2];
 };
 
 /// Device-queue entry (device memory): the ring slot copied into L2-resident memory by the front end,
@@ -193,7 +195,7 @@ struct alignas(128) DeviceState {
   uint64_t claim;  ///< next ticket a worker block claims
   uint64_t pad1[15];
   uint32_t closed;  ///< front end stopped publishing for this run
-  uint32_t pad2;
+  uint32_t exited;  ///< blocks of this run that have left the kernel
   uint64_t launches;
   uint64_t start_head;  ///< `head` the last launch started from
   uint64_t exit_head;   ///< `head` when the front end of the last run exited
