@@ -184,3 +184,29 @@ TEST_CASE("online switch: old images are retired, then unloaded once the runtime
   CHECK(fives == n);
   CHECK(rt.stats().failed == 0);
 }
+
+TEST_CASE("online switch: a shutdown while the idle unload of retired images has the kernel stopped: no error, no hang") {
+  // The monitor unloads retired images once the runtime has been idle ~20 ms: it stops the kernel,
+  // unloads them one by one (~0.25 ms each on an H100) and relaunches. A shutdown landing in that
+  // window once relaunched an already relaunched kernel, failed with "not suspended" and then waited
+  // for ever in the destructor's frees. Sweep the shutdown across the window.
+  for (int delay_ms : {21, 25, 30, 36}) {
+    CAPTURE(delay_ms);
+    Runtime rt;
+    std::atomic<bool> stop{false};
+    std::thread busy([&] {  // no idle unload during the switches
+      while (!stop.load()) rt.wait(rt.submit(ops::nop()));
+    });
+    uint32_t retired = 0;
+    for (unsigned i = 0; i < 80; ++i) retired = rt.load_operator_source("tag.cu", test::tag_source("tag", i % 2 ? 3 : 1)).retired;
+    stop.store(true);
+    busy.join();
+    CHECK(retired >= 40);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_NOTHROW(rt.shutdown());
+    CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+    const std::string d = rt.diagnose();
+    CHECK_MESSAGE(d.find("state=faulted") == std::string::npos, d);
+  }
+}
