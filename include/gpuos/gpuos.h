@@ -127,8 +127,9 @@ GPUOS_API gpuos_status gpuos_suspend(gpuos_runtime* rt);
 GPUOS_API gpuos_status gpuos_resume(gpuos_runtime* rt);
 
 /* Writes a plain-text report of the runtime's internal state into buf (at most cap bytes, always
- * NUL-terminated when cap > 0): host counters, the kernel's control words, the device scheduler's state
- * and, for the oldest pending task, its ring slot, device-queue entry and completion record. For hang
+ * NUL-terminated when cap > 0): the fault's reason (if any), host counters, the kernel's control
+ * words, the device scheduler's state and, for the oldest pending task, its ring slot, device-queue
+ * entry and completion record. For hang
  * diagnosis and bug reports; safe while the kernel runs. *needed (if not NULL) receives the full length
  * + 1. */
 GPUOS_API gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed);
