@@ -222,9 +222,10 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
   dev_ = pick_device(o.device);
   describe(dev_, o.device, info_);
   check_device_supported(dev_, info_);
-  // How the driver's own threads wait for the GPU (GPUOS_CTX_SCHED: auto, spin, yield, blocking; unset:
-  // the driver's default). Experiment: a generation switch waits in the driver for its module load,
-  // which can only finish once the old kernel has exited.
+  // Tuning: how the driver's own threads wait for the GPU, as the primary context's scheduling flag
+  // (GPUOS_CTX_SCHED: auto, spin, yield, blocking; unset: the driver's default). A generation switch
+  // waits in the driver for its module load, which finishes only after the old kernel's exit
+  // (docs/benchmarks.md, sixth session: yield had the fewest slow switches, blocking a longer p50).
   if (const char* v = std::getenv("GPUOS_CTX_SCHED"); v && *v) {
     const std::string m = v;
     const unsigned f = m == "spin" ? CU_CTX_SCHED_SPIN : m == "yield" ? CU_CTX_SCHED_YIELD
@@ -357,6 +358,7 @@ void Runtime::shutdown() noexcept {
   // Pinned and device memory can only be freed once no kernel runs (the frees would wait for it for
   // ever): a kernel that would not stop keeps everything, context included.
   if (!stop_if_running(5.0)) return;
+  if (state_flag_.load() == State::Running) state_flag_.store(State::Stopped);  // none runs now
   const bool faulted = faulted_.load();
   // Freeing device memory needs an idle device: only once the kernel has exited.
   if (!faulted && state_flag_.load() != State::Running) {
