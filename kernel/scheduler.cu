@@ -165,6 +165,17 @@ __device__ __forceinline__ uint64_t trace_steps(uint64_t a, uint64_t b, uint64_t
   return ((a < m ? a : m) << 42) | ((b < m ? b : m) << 21) | (c < m ? c : m);
 }
 
+/// Tiles a claim asks for, from `share` (the tiles left over the grid): at least 1, at most `max_batch`.
+__device__ __forceinline__ uint32_t claim_batch(uint32_t share, uint32_t max_batch) {
+  return share < 1 ? 1 : (share > max_batch ? max_batch : share);
+}
+
+/// A slot's tile count as the device queue uses it: 0 or more than GPUOS_MAX_TILES (rejected by the
+/// host, so only a corrupt slot) count as 1.
+__device__ __forceinline__ uint32_t slot_tiles(uint32_t tiles) {
+  return (tiles == 0 || tiles > GPUOS_MAX_TILES) ? 1u : tiles;
+}
+
 /// Takes tiles of the task in `e` until none is left. `board_slot_hint` is where the task is on the
 /// board (helpers); `may_insert` says whether this block puts it there (the owner: then sh.ticket holds the
 /// task's ticket on entry). All threads call it.
@@ -216,8 +227,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
         }
       }
     }
-    const uint32_t share = hint > 0 ? static_cast<uint32_t>(hint) / gridDim.x : 0u;
-    batch = share < 1 ? 1 : (share > max_batch ? max_batch : share);
+    batch = claim_batch(hint > 0 ? static_cast<uint32_t>(hint) / gridDim.x : 0u, max_batch);
   }
   for (bool first_claim = true;; first_claim = false) {
     if (threadIdx.x == 0) {
@@ -233,8 +243,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
       sh.more = !exhausted;
       if (got > 0) {
         // The next claim: an even share of what was left (one call of the operator runs it).
-        const uint32_t share = static_cast<uint32_t>(rem) / gridDim.x;
-        batch = share < 1 ? 1 : (share > max_batch ? max_batch : share);
+        batch = claim_batch(static_cast<uint32_t>(rem) / gridDim.x, max_batch);
       }
       if (exhausted && (inserted || !may_insert) && slot < kBoardSize) {
         // Exhausted: take the task off the board (no-op if someone already did or it is another's now).
@@ -523,7 +532,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
           w[1] = v[k].y;
           w[2] = v[k].z;
           if (ci % kSlotChunks == 0) {
-            const uint32_t tiles = (v[k].y == 0 || v[k].y > GPUOS_MAX_TILES) ? 1u : v[k].y;
+            const uint32_t tiles = slot_tiles(v[k].y);
             e.ticket = t;
             e.pad = static_cast<uint32_t>(launch << 1);
             e.pending = tiles;
@@ -545,7 +554,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         const uint32_t ci = tid + k * GPUOS_BLOCK_THREADS;
         if (ci < ready * kSlotChunks && ci % kSlotChunks == 0) {
           const uint64_t t = head + ci / kSlotChunks;
-          const uint32_t tiles = (v[k].y == 0 || v[k].y > GPUOS_MAX_TILES) ? 1u : v[k].y;
+          const uint32_t tiles = slot_tiles(v[k].y);
           dev_ref<uint64_t>(p.dq[t & mask].claim).store(make_claim(tiles, t), cuda::memory_order_relaxed);
         }
       }
