@@ -839,10 +839,9 @@ std::string Runtime::diagnose() {
           work.push_back(static_cast<double>(r.t_done - r.t_return) * 1e-3);
           pace.push_back(static_cast<double>(r.window >> 40) * 1e-3);
           if (r.steps) {
-            constexpr uint64_t m = (1ull << 21) - 1;
-            barrier.push_back(static_cast<double>(r.steps >> 42) * 1e-3);
-            tiled.push_back(static_cast<double>((r.steps >> 21) & m) * 1e-3);
-            recorded.push_back(static_cast<double>(r.steps & m) * 1e-3);
+            barrier.push_back(static_cast<double>(abi::trace_step(r.steps, 0)) * 1e-3);
+            tiled.push_back(static_cast<double>(abi::trace_step(r.steps, 1)) * 1e-3);
+            recorded.push_back(static_cast<double>(abi::trace_step(r.steps, 2)) * 1e-3);
           }
         }
         if (rt.empty()) continue;

@@ -158,13 +158,6 @@ __device__ __forceinline__ uint64_t* trace_record(uint64_t* trace, uint64_t pos)
   return trace + kTraceWords * (pos % kTraceRecords);
 }
 
-/// A lone task's steps in the flight recorder: three ns offsets from the poll's return, 21 bits each
-/// (abi::kTraceRecords says which).
-__device__ __forceinline__ uint64_t trace_steps(uint64_t a, uint64_t b, uint64_t c) {
-  constexpr uint64_t m = (1ull << 21) - 1;
-  return ((a < m ? a : m) << 42) | ((b < m ? b : m) << 21) | (c < m ? c : m);
-}
-
 /// Tiles a claim asks for, from `share` (the tiles left over the grid): at least 1, at most `max_batch`.
 __device__ __forceinline__ uint32_t claim_batch(uint32_t share, uint32_t max_batch) {
   return share < 1 ? 1 : (share > max_batch ? max_batch : share);

@@ -183,6 +183,17 @@ inline constexpr uint64_t kClaimOne = 1ull << 32;
 /// from run_lone's entry to the record (with words 10 and 14, the SM's clock rate).
 inline constexpr uint32_t kTraceRecords = 1u << 16;
 inline constexpr uint32_t kTraceWords = 16;
+/// A lone task's `steps` word: three ns offsets from t_return, 21 bits each (saturating), step 0 in the
+/// top bits. Packed by the front end, unpacked by Runtime::diagnose.
+inline constexpr uint64_t kTraceStepMask = (1ull << 21) - 1;
+GPUOS_HD inline constexpr uint64_t trace_steps(uint64_t a, uint64_t b, uint64_t c) {
+  constexpr uint64_t m = kTraceStepMask;
+  return ((a < m ? a : m) << 42) | ((b < m ? b : m) << 21) | (c < m ? c : m);
+}
+/// Step k (0, 1, 2) of a `steps` word.
+GPUOS_HD inline constexpr uint64_t trace_step(uint64_t steps, unsigned k) {
+  return (steps >> (42 - 21 * k)) & kTraceStepMask;
+}
 
 /// Number of multi-tile tasks idle blocks can help with at once.
 inline constexpr uint32_t kBoardSize = 64;

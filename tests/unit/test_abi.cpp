@@ -75,6 +75,19 @@ TEST_CASE("claim words: remaining count and tag") {
   CHECK(claim_remaining(0) == 0);  // a zeroed entry hands out nothing
 }
 
+TEST_CASE("the flight recorder's steps word: three 21-bit fields, saturating") {
+  const uint64_t w = trace_steps(5, 70000, 2000000);
+  CHECK(trace_step(w, 0) == 5);
+  CHECK(trace_step(w, 1) == 70000);
+  CHECK(trace_step(w, 2) == 2000000);
+  const uint64_t big = trace_steps(1ull << 40, 1ull << 21, kTraceStepMask);
+  CHECK(trace_step(big, 0) == kTraceStepMask);  // no field spills into its neighbour
+  CHECK(trace_step(big, 1) == kTraceStepMask);
+  CHECK(trace_step(big, 2) == kTraceStepMask);
+  CHECK(trace_step(trace_steps(0, 1, 0), 0) == 0);
+  CHECK(trace_step(trace_steps(0, 1, 0), 2) == 0);
+}
+
 TEST_CASE("tile counts of the built-ins") {
   CHECK(gpuos_tiles_for(0) == 1);
   CHECK(gpuos_tiles_for(1) == 1);
