@@ -82,7 +82,7 @@ struct BlockShared {
   uint32_t last;  // this block finished the task's last tile
   uint32_t more;  // the claim left tiles for a later claim
   uint32_t board_slot;
-  unsigned long long stamps[6];  // the front end's flight recorder: a lone task's step times (run_lone)
+  unsigned long long stamps[5];  // the front end's flight recorder: a lone task's step times (run_lone)
 };
 
 /// Copies the jump table's rows into sh.ops (all threads; a barrier follows before any use).
@@ -339,7 +339,7 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
   unsigned long long* const stamp = sh.stamps;
   if (timing && tid == 0) {
     stamp[0] = global_ns();
-    stamp[5] = clock64();
+    stamp[4] = clock64();
   }
   if (tid < kSlotChunks) {
     auto* w = reinterpret_cast<uint32_t*>(&sh.payload) + 3 * tid;
@@ -364,7 +364,7 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
       steps = trace_steps(rec[8] - t0, stamp[3] - t0, t_recorded - t0);  // rec[8]: the poll's barrier
       for (int i = 0; i < 4; ++i) rec[10 + i] = stamp[i];  // entered, validated, called, tiled
       rec[14] = t_recorded;
-      rec[15] = static_cast<uint64_t>(clock64()) - stamp[5];  // SM cycles over entered .. recorded
+      rec[15] = static_cast<uint64_t>(clock64()) - stamp[4];  // SM cycles over entered .. recorded
     }
     sh.local_scratch = 0.0;
     // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself. After the
