@@ -62,7 +62,8 @@ TEST_CASE("a device that does not exist is a clear error") {
 }
 
 TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boots") {
-  // GPUOS_TILE_BATCH and GPUOS_POLL_PACE are read when the runtime boots (host/runtime.cpp, tuning_env).
+  // GPUOS_TILE_BATCH, GPUOS_POLL_PACE (tuning_env) and GPUOS_CTX_SCHED are read when the runtime boots
+  // (host/runtime.cpp).
   struct Env {
     const char* name;
     explicit Env(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
@@ -80,6 +81,12 @@ TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boo
     Env e("GPUOS_TILE_BATCH", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
     CHECK_MESSAGE(last().find("GPUOS_TILE_BATCH must be an integer in [1, 64]") != std::string::npos, last());
+  }
+  for (const char* bad : {"fast", "SPIN", "1"}) {  // read before the context is retained: nothing to undo
+    Env e("GPUOS_CTX_SCHED", bad);
+    CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+    CHECK_MESSAGE(last().find("GPUOS_CTX_SCHED must be auto, spin, yield or blocking") != std::string::npos, last());
+    CHECK(rt == nullptr);
   }
   for (const char* good : {"off", "0", "800"}) {
     Env e("GPUOS_POLL_PACE", good);
