@@ -273,6 +273,14 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
     // unset: the kernel's default).
     if (const auto mb = tuning_env("GPUOS_TILE_BATCH", 1, 64))
       GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, max_batch), &*mb, sizeof(*mb), stream_));
+    // Tuning: a large task's claims take rem / (GPUOS_CLAIM_SPREAD x grid) tiles (1..64; unset: the kernel's default, 64), and
+    // GPUOS_CLAIM_AHEAD=0 makes a block's next claim wait for its batch to end (DeviceState).
+    if (const auto cs = tuning_env("GPUOS_CLAIM_SPREAD", 1, 64))
+      GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, claim_spread), &*cs, sizeof(*cs), stream_));
+    if (const auto ca = tuning_env("GPUOS_CLAIM_AHEAD", 0, 1)) {
+      const uint32_t off = *ca == 0 ? 1u : 0u;
+      GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, claim_ahead_off), &off, sizeof(off), stream_));
+    }
     // Pacing of the front end's poll after a lone task (DeviceState::pace_limit_ns): on unless
     // GPUOS_POLL_PACE says "off" or gives another limit in ns (0..4000).
     const uint32_t pace = tuning_env("GPUOS_POLL_PACE", 0, 4000, true).value_or(kDefaultPaceLimitNs);

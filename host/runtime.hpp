@@ -24,10 +24,10 @@ namespace gpuos::detail {
 /// Host view of one row of an image's jump table (gpuos::OpEntry in gpuos/op.cuh, which the host
 /// compiler cannot include): read from device memory at boot and from a linked image's ELF.
 struct OpEntryRow {
-  uint64_t tile, finish;  ///< device function addresses; tile 0 = no operator
+  uint64_t tile, claim, finish;  ///< device function addresses; tile 0 = no operator
   uint32_t arg_bytes, flags;
 };
-static_assert(sizeof(OpEntryRow) == 24 && offsetof(OpEntryRow, arg_bytes) == 16, "gpuos::OpEntry layout");
+static_assert(sizeof(OpEntryRow) == 32 && offsetof(OpEntryRow, arg_bytes) == 24, "gpuos::OpEntry layout");
 
 /// Device properties and the grid the kernel launches with, computed without booting.
 gpuos_device_info describe_device(const gpuos_options& o);

@@ -80,8 +80,9 @@ struct BlockShared {
   uint32_t valid;  // the claim got tiles
   uint32_t tile;
   uint32_t last;  // this block finished the task's last tile
-  uint32_t more;  // the claim left tiles for a later claim
+  uint32_t more;  // tiles the claim left for later claims (0: it took the last)
   uint32_t board_slot;
+  TileClaims claims;  // how the running batch's adapter claims on (work_entry)
   unsigned long long stamps[5];  // the front end's flight recorder: a lone task's step times (run_lone)
 };
 
@@ -90,7 +91,7 @@ __device__ __forceinline__ void cache_op_table(BlockShared& sh) {
   for (uint32_t i = threadIdx.x; i < GPUOS_MAX_OPS; i += blockDim.x) {
     // Heap requests are served by this image's own operator, whatever the jump table holds at that id.
     const OpEntry* e = i == GPUOS_OP_HEAP_CTL ? &gpuos_op_heap_ctl_entry : gpuos_op_table[i];
-    sh.ops[i] = e ? *e : OpEntry{nullptr, nullptr, 0u, 0u};
+    sh.ops[i] = e ? *e : OpEntry{nullptr, nullptr, nullptr, 0u, 0u};
   }
 }
 
@@ -146,6 +147,12 @@ __device__ __forceinline__ void load_payload(BlockShared& sh, const DqEntry& e) 
 
 /// Most tiles one claim takes, unless DeviceState::max_batch says otherwise.
 inline constexpr uint32_t kMaxBatch = 32;
+/// A claim takes (tiles left) / (kClaimSpread x grid) tiles, at least 1, at most the batch bound, unless
+/// DeviceState::claim_spread says otherwise: one tile at a time for a task of up to ~34k tiles on a
+/// 528-block grid (128M floats), larger batches only for larger tasks, so that one claim word is not
+/// hit too often. Measured on an H100 (docs/benchmarks.md, seventh session), add 64M / 256M, spread 1:
+/// 0.90 / 0.93 of direct, 16: 0.94 / 0.98, 64: 0.94 / 0.99, one tile per claim: the same as 64.
+inline constexpr uint32_t kClaimSpread = 64;
 
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
@@ -174,24 +181,28 @@ __device__ __forceinline__ uint32_t slot_tiles(uint32_t tiles) {
 /// task's ticket on entry). All threads call it.
 ///
 /// What a block pays per task, not per tile, is what lets a large task stream at the memory's rate:
-/// - Tiles are claimed several at a time once the task is known to be large (`batch`): the first claim
-///   is sized from a relaxed read of the claim word (a hint: taking more than is left is harmless, the
-///   claim gets what there was), every later one from what the previous claim saw.
+/// - The first claim is sized from a relaxed read of the claim word (a hint: taking more than is left
+///   is harmless, the claim gets what there was): (tiles left) / (spread x grid), at least 1, at most
+///   `max_batch` (kClaimSpread, kMaxBatch); every later one from what the previous claim saw.
 /// - The owner puts a multi-tile task on the board before its own first claim, so helpers join one
 ///   claim's round trip sooner.
 /// - Only the first claim needs acquire (it must see the payload the front end armed). While this
 ///   block holds tiles it has not reported, the task cannot complete, so the entry cannot be rearmed
 ///   and every later valid claim is for the same task: relaxed, no fence, no reload of the payload.
+/// - With at least a grid's worth of tiles left after the first claim, one call of the operator's
+///   claiming adapter (TileClaimFn) runs the block's whole share: it makes every later claim itself,
+///   issuing each as the previous batch starts while a grid's worth is left (its round trip then hides
+///   behind the tiles), after the batch once fewer are. With fewer tiles, a batch is one call of the
+///   plain adapter (TileRangeFn) and the claim after it is the scheduler's, as for any task.
 /// - `pending` is decremented once, when the block leaves the task, by every tile it ran: one release
 ///   fence and one atomic per block per task. The block that takes it to zero completes the task.
-/// - A batch is one call of the operator's tile adapter (TileRangeFn), which loops over its tiles.
 ///
-/// Measured on an H100 (add, docs/benchmarks.md, fifth session), alternating builds in one run: 64M
-/// elements, a first claim of one tile with the board insert after it 2633-2642 GB/s, the sized first
-/// claim and the early insert 2643-2653 (12 pairs, each higher; 1M and 4M: +2-3%, 16M: within 1%).
-/// Smaller claims to even out the blocks' finish times lost: rem / (2 x grid) 2530, a single second
-/// claim 2586-2618. A claim stalls the whole block for an L2 round trip that takes 1-4 us under full
-/// memory load, while a block that finishes early leaves its bandwidth to the others.
+/// Measured on an H100 (add, docs/benchmarks.md, seventh session), against the same kernel launched
+/// directly: with one adapter call and a claim stall per batch, batches had to be large (a share of
+/// the whole task) and the blocks, whose speeds differ by up to 1.5x, ended up to ~120 us apart: 64M
+/// 0.90, 256M 0.93. Claims of one tile inside one call, ahead: 64M 0.94-0.96, 256M 0.99; 16M +5% in
+/// GB/s; 1M and 4M the same as before. Smaller batches with a call each had lost (rem / (4 x grid):
+/// 0.79): each call saves and restores the adapter's registers, ~24 KB of stack traffic per block.
 __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, DqEntry& e,
                            uint32_t board_slot_hint, bool may_insert, uint64_t board_value) {
   DeviceState& s = *p.state;
@@ -200,6 +211,8 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
   uint32_t slot = board_slot_hint;
   uint32_t batch = 1;
   const uint32_t max_batch = s.max_batch ? s.max_batch : kMaxBatch;
+  const uint32_t spread = (s.claim_spread ? s.claim_spread : kClaimSpread) * gridDim.x;
+  const bool ahead_on = s.claim_ahead_off == 0;
   uint32_t done = 0;  // tiles this block ran and has not reported in `pending`
   // Every thread's: the task's operator, validated once.
   const OpEntry* op = nullptr;
@@ -220,7 +233,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
         }
       }
     }
-    batch = claim_batch(hint > 0 ? static_cast<uint32_t>(hint) / gridDim.x : 0u, max_batch);
+    batch = claim_batch(hint > 0 ? static_cast<uint32_t>(hint) / spread : 0u, max_batch);
   }
   for (bool first_claim = true;; first_claim = false) {
     if (threadIdx.x == 0) {
@@ -233,10 +246,10 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
       sh.tile = static_cast<uint32_t>(rem - 1);  // first (highest) tile claimed
       sh.last = got;                              // tiles claimed
       const bool exhausted = rem <= static_cast<int32_t>(batch);  // no tile left after this claim
-      sh.more = !exhausted;
+      sh.more = exhausted ? 0u : static_cast<uint32_t>(rem) - batch;
       if (got > 0) {
         // The next claim: an even share of what was left (one call of the operator runs it).
-        batch = claim_batch(static_cast<uint32_t>(rem) / gridDim.x, max_batch);
+        batch = claim_batch(static_cast<uint32_t>(rem) / spread, max_batch);
       }
       if (exhausted && (inserted || !may_insert) && slot < kBoardSize) {
         // Exhausted: take the task off the board (no-op if someone already did or it is another's now).
@@ -256,14 +269,34 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
       op = validate(sh, st);
     }
     const uint64_t ticket = sh.ticket;
-    // One call runs the whole batch (the operator's adapter loops, with a barrier between tiles).
-    if (threadIdx.x == 0) sh.ctx = TileCtx{top, sh.payload.tiles, ticket, smem, &e.scratch};
+    // One call runs the batch (the operator's adapter loops, with a barrier between tiles) and, while
+    // there are tiles left, goes on claiming and running them until none is left: one call per task.
+    const uint32_t left = sh.more;
+    const bool more = left != 0;
+    // Only with a grid's worth of tiles unclaimed: a task of fewer tiles runs as it did before claims
+    // moved into the adapter (the scheduler claims after each batch; measured the same or better there).
+    const bool claims_in_call = ahead_on && more && op != nullptr && left >= gridDim.x;
+    if (threadIdx.x == 0) {
+      sh.ctx = TileCtx{top, sh.payload.tiles, ticket, smem, &e.scratch};
+      if (claims_in_call)
+        sh.claims = TileClaims{reinterpret_cast<unsigned long long*>(&e.claim), 0ull, batch, left, spread, max_batch};
+    }
     __syncthreads();
-    if (op) op->tile(sh.payload.args, sh.ctx, count);
-    if (threadIdx.x == 0) done += count;
-    const bool more = sh.more;
+    uint32_t ran = count;
+    if (claims_in_call)
+      ran = op->claim(sh.payload.args, sh.ctx, count, &sh.claims);
+    else if (op)
+      op->tile(sh.payload.args, sh.ctx, count);
+    if (threadIdx.x == 0) {
+      done += ran;
+      if (claims_in_call && (inserted || !may_insert) && slot < kBoardSize) {
+        // The adapter returned: it saw the task's last tile claimed. Off the board (as above).
+        uint64_t expect = board_value;
+        dev_ref<uint64_t>(s.board[slot]).compare_exchange_strong(expect, 0ull, cuda::memory_order_relaxed);
+      }
+    }
     __syncthreads();  // the last tile's TileCtx buffer and smem are free again
-    if (!more) break;  // this block took the last tiles: no claim needed to learn it
+    if (!more || claims_in_call) break;  // no tile left: this block took the last, or its adapter saw so
   }
   // Leave the task: report the tiles run here; the block that reports the last ones completes it.
   if (threadIdx.x == 0) {

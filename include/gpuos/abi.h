@@ -41,7 +41,7 @@ using std::uint64_t;
 #endif
 
 /// Bumped on any change to a layout in this file; the image and the host must agree.
-#define GPUOS_ABI_VERSION 6u
+#define GPUOS_ABI_VERSION 7u
 
 /// Threads per block of the resident kernel; every operator tile runs on exactly this many threads.
 #define GPUOS_BLOCK_THREADS 256u
@@ -216,7 +216,14 @@ struct alignas(128) DeviceState {
   /// Longest the front end waits after a lone task's completion record before its next poll (ns; it
   /// adapts below this, kernel/scheduler.cu "pacing"); 0 = never waits. Set by the host before a launch.
   uint32_t pace_limit_ns;
-  uint64_t pad3[9];
+  /// A large task's claims take an even share of the tiles left over this many times the grid (set by
+  /// the host before a launch; 0 = 1).
+  uint32_t claim_spread;
+  /// Nonzero: the scheduler makes each of a block's claims itself, one operator call per batch, instead
+  /// of the operator's adapter claiming on within one call, each claim issued during the previous
+  /// batch's last tile (TileCtx::claim). Set by the host before a launch (a diagnostic).
+  uint32_t claim_ahead_off;
+  uint64_t pad3[8];
   uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty
   /// Alias table: a task's op id is a logical id; the front end replaces it with alias[op] (the jump-table
   /// slot) when it copies the task into the device queue. Identity unless a control task changed it.

@@ -35,7 +35,6 @@ struct TileCtx {
   unsigned long long ticket;  ///< the task's ticket
   void* smem;                 ///< GPUOS_TILE_SMEM_BYTES of shared memory for this tile
   double* scratch;            ///< one per-task float64 word, zero when the task starts (atomics OK)
-
   /// First element of this tile when each tile covers `per_tile` elements.
   __device__ unsigned long long first(unsigned long long per_tile) const {
     return static_cast<unsigned long long>(tile) * per_tile;
@@ -47,22 +46,48 @@ struct TileCtx {
   }
 };
 
+/// How an operator's adapter goes on claiming tiles of a large task once the batch it was called with is
+/// done (the scheduler's: it lives in the block's shared memory; operators never touch it).
+struct TileClaims {
+  unsigned long long* word;  ///< the task's claim word (abi.h, DqEntry::claim)
+  unsigned long long slot;   ///< thread 0 hands a claim's result to the block through this
+  unsigned int take;         ///< tiles the next claim asks for
+  unsigned int left;         ///< tiles the block's last claim left unclaimed
+  unsigned int spread;       ///< later claims ask for (tiles left) / spread ...
+  unsigned int max;          ///< ... at most max, at least 1
+};
+
 /// The jump-table signature of an operator's tiles: runs `count` tiles of the task on the calling block,
 /// ctx.tile, ctx.tile - 1, ..., ctx.tile - count + 1, with a barrier between consecutive tiles. The loop
 /// is compiled inside each operator's adapter (GPUOS_OPERATOR), so a block that claimed a batch of tiles
 /// pays one call, one save and one restore of the callee's registers, per batch (docs/benchmarks.md,
-/// Large task: per tile, that stack traffic cost ~20% of a large element-wise task's bandwidth).
+/// Large task: per tile, that stack traffic cost ~20% of a large element-wise task's bandwidth). The
+/// scheduler calls it for a task's only tile and for a batch it claimed alone: it touches no stack
+/// beyond what the operator's own code needs (a nop's adapter none).
 using TileRangeFn = void (*)(const void* args, const TileCtx& ctx, unsigned int count);
+/// The jump-table signature of a large task's tiles: runs `count` (>= 1) tiles as TileRangeFn does, then
+/// claims and runs more of the task's tiles as `claims` says until none is left (detail::run_claimed),
+/// and returns the number of tiles it ran (the same in every thread). A block pays one call per task,
+/// however many claims it makes (docs/benchmarks.md, seventh session: one call per claimed batch cost
+/// 4-10% of a large add's bandwidth, and pushed the batches to be large and the blocks' ends uneven).
+using TileClaimFn = unsigned int (*)(const void* args, const TileCtx& ctx, unsigned int count, TileClaims* claims);
 /// The signature of a finish function's adapter.
 using TileFn = void (*)(const void* args, const TileCtx& ctx);
 
 /// One row of an image's jump table.
 struct OpEntry {
   TileRangeFn tile;    ///< nullptr: no operator at this id
+  TileClaimFn claim;   ///< the same tiles, claiming on (a large task)
   TileFn finish;       ///< nullptr: none
   unsigned int arg_bytes;
   unsigned int flags;  ///< GPUOS_OP_* flags
 };
+// The host reads rows and arg_bytes by offset (host/runtime.hpp, OpEntryRow); NVRTC's offsetof is not a
+// constant expression, nvcc checks the offset.
+static_assert(sizeof(OpEntry) == 32, "OpEntry layout");
+#if !defined(__CUDACC_RTC__)
+static_assert(offsetof(OpEntry, arg_bytes) == 24, "OpEntry layout");
+#endif
 
 }  // namespace gpuos
 
@@ -108,6 +133,63 @@ namespace detail {
 template <class Args, class Fn>
 inline constexpr bool tile_signature_ok =
     cuda::std::is_same_v<Fn, void (*)(const Args&, const TileCtx&)>;
+
+/// A block's next claim of tiles: thread 0 subtracts `take` tiles from the claim word (relaxed: the block
+/// holds tiles it has not reported, so the task cannot complete and the word stays this task's) and gets
+/// the old word back. Issued as the batch's last tile starts; the result is first read after that tile,
+/// so the claim's round trip (1-4 us under full memory load) overlaps the tile's traffic instead of
+/// stalling the block. The global-space atomic keeps the compiler from a generic-address fallback.
+__device__ __forceinline__ unsigned long long claim_issue(unsigned long long* word, unsigned int take) {
+  unsigned long long old = 0ull;
+  if (threadIdx.x == 0)
+    asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;"
+                 : "=l"(old)
+                 : "l"(word), "l"(0ull - (static_cast<unsigned long long>(take) << 32))
+                 : "memory");
+  return old;
+}
+
+/// The claiming adapter's loop: `count` tiles from ctx.tile down; then claims of claims->take
+/// tiles (later (tiles left) / claims->spread, clamped to [1, claims->max]), each issued as the
+/// previous batch starts while a grid's worth of tiles is unclaimed (after it, once fewer are), until a
+/// claim finds no tile or takes the last ones. The claim word's
+/// high half is the task's remaining tile count (abi.h, DqEntry::claim); a claim that saw `rem` > 0
+/// owns tiles rem - 1 down to rem - got. The claim's result register is first read after the batch:
+/// the tiles run while it is in flight.
+template <class Run>
+__device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned int count, TileClaims* claims,
+                                                    Run run) {
+  TileCtx t = c;
+  unsigned long long* const word = claims->word;
+  unsigned int top = c.tile, n = count, take = claims->take, left = claims->left, ran = 0;
+  bool claim_more = true;
+  for (;;) {
+    // Ahead only while at least a grid's worth of tiles is unclaimed: with fewer, a tile taken ahead
+    // could have gone to a block that has none (a task of few tiles, the end of a large one).
+    const bool ahead = claim_more && left >= gridDim.x;
+    unsigned long long old = ahead ? claim_issue(word, take) : 0ull;
+    for (unsigned int i = 0; i < n; ++i) {
+      if (i != 0) __syncthreads();
+      t.tile = top - i;
+      run(t);
+    }
+    ran += n;
+    if (!claim_more) return ran;
+    if (!ahead) old = claim_issue(word, take);
+    if (threadIdx.x == 0) claims->slot = old;
+    __syncthreads();  // the batch's end for every thread, and the claim's result in shared memory
+    const int rem = static_cast<int>(static_cast<unsigned int>(claims->slot >> 32));
+    if (rem <= 0) return ran;
+    n = static_cast<unsigned int>(rem) < take ? static_cast<unsigned int>(rem) : take;
+    top = static_cast<unsigned int>(rem) - 1u;
+    left = static_cast<unsigned int>(rem) - n;
+    claim_more = left > 0;  // else this claim took the last tiles
+    const unsigned int share = static_cast<unsigned int>(rem) / claims->spread;
+    take = share < 1u ? 1u : (share > claims->max ? claims->max : share);
+    __syncthreads();  // every thread read the slot before thread 0 writes it again
+  }
+}
+
 }  // namespace detail
 
 }  // namespace gpuos
@@ -121,7 +203,8 @@ inline constexpr bool tile_signature_ok =
                 "gpuos operator '" #NAME "': " #FN " must be declared as "                           \
                 "__device__ void " #FN "(const " #ARGS "&, const gpuos::TileCtx&)");
 
-/// The adapter gpuos_op_NAME_tile (a TileRangeFn): `count` tiles, CALL on each with its context `t`.
+/// The adapters gpuos_op_NAME_tile (a TileRangeFn) and gpuos_op_NAME_claim (a TileClaimFn): CALL on each
+/// tile the block runs, with its context `t`.
 #define GPUOS_OP_TILES_(NAME, CALL)                                                                \
   extern "C" __device__ void gpuos_op_##NAME##_tile(const void* a, const ::gpuos::TileCtx& c,       \
                                                     unsigned int count) {                          \
@@ -132,6 +215,12 @@ inline constexpr bool tile_signature_ok =
       t.tile = c.tile - i;                                                                         \
       CALL;                                                                                        \
     }                                                                                              \
+  }                                                                                                \
+  extern "C" __device__ unsigned int gpuos_op_##NAME##_claim(const void* a, const ::gpuos::TileCtx& c, \
+                                                             unsigned int count,                   \
+                                                             ::gpuos::TileClaims* claims) {        \
+    (void)a;                                                                                       \
+    return ::gpuos::detail::run_claimed(c, count, claims, [&](const ::gpuos::TileCtx& t) { CALL; }); \
   }
 
 /// Declares operator NAME: emits the adapter gpuos_op_NAME_tile and the jump-table row
@@ -143,7 +232,7 @@ inline constexpr bool tile_signature_ok =
   GPUOS_OP_CHECK_(NAME, ARGS, TILE_FN)                                                             \
   GPUOS_OP_TILES_(NAME, TILE_FN(*static_cast<const ARGS*>(a), t))                                  \
   extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
-      &gpuos_op_##NAME##_tile, nullptr, sizeof(ARGS), (FLAGS)};
+      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, nullptr, sizeof(ARGS), (FLAGS)};
 
 /// As GPUOS_OPERATOR, with a finish function run once, on one block, after all tiles.
 #define GPUOS_OPERATOR_WITH_FINISH(NAME, ARGS, TILE_FN, FINISH_FN)                                 \
@@ -156,7 +245,7 @@ inline constexpr bool tile_signature_ok =
     FINISH_FN(*static_cast<const ARGS*>(a), c);                                                    \
   }                                                                                                \
   extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
-      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_finish, sizeof(ARGS), 0u};
+      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, &gpuos_op_##NAME##_finish, sizeof(ARGS), 0u};
 
 /// Operator with no arguments.
 #define GPUOS_OPERATOR_NOARGS(NAME, TILE_FN) GPUOS_OPERATOR_NOARGS_FLAGS(NAME, TILE_FN, 0u)
@@ -168,6 +257,6 @@ inline constexpr bool tile_signature_ok =
                 "__device__ void " #TILE_FN "(const gpuos::TileCtx&)");                            \
   GPUOS_OP_TILES_(NAME, TILE_FN(t))                                                                \
   extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
-      &gpuos_op_##NAME##_tile, nullptr, 0u, (FLAGS)};
+      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, nullptr, 0u, (FLAGS)};
 
 #endif  // GPUOS_OP_CUH

@@ -62,7 +62,8 @@ TEST_CASE("a device that does not exist is a clear error") {
 }
 
 TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boots") {
-  // GPUOS_TILE_BATCH, GPUOS_POLL_PACE (tuning_env) and GPUOS_CTX_SCHED are read when the runtime boots
+  // GPUOS_TILE_BATCH, GPUOS_CLAIM_SPREAD, GPUOS_CLAIM_AHEAD, GPUOS_POLL_PACE (tuning_env) and
+  // GPUOS_CTX_SCHED are read when the runtime boots
   // (host/runtime.cpp).
   struct Env {
     const char* name;
@@ -81,6 +82,16 @@ TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boo
     Env e("GPUOS_TILE_BATCH", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
     CHECK_MESSAGE(last().find("GPUOS_TILE_BATCH must be an integer in [1, 64]") != std::string::npos, last());
+  }
+  for (const char* bad : {"0", "65", "x"}) {
+    Env e("GPUOS_CLAIM_SPREAD", bad);
+    CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+    CHECK_MESSAGE(last().find("GPUOS_CLAIM_SPREAD must be an integer in [1, 64]") != std::string::npos, last());
+  }
+  for (const char* bad : {"2", "yes", "-1"}) {
+    Env e("GPUOS_CLAIM_AHEAD", bad);
+    CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+    CHECK_MESSAGE(last().find("GPUOS_CLAIM_AHEAD must be an integer in [0, 1]") != std::string::npos, last());
   }
   for (const char* bad : {"fast", "SPIN", "1"}) {  // read before the context is retained: nothing to undo
     Env e("GPUOS_CTX_SCHED", bad);

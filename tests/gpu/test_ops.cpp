@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "gpu_fixture.hpp"
@@ -101,4 +103,48 @@ TEST_CASE("many multi-tile tasks in flight at once") {
   std::vector<float> want(n * k);
   for (size_t i = 0; i < n * k; ++i) want[i] = ha[i] * ha[i];
   CHECK(mismatches(out.download(), want) == 0);
+}
+
+TEST_CASE("a large task's claims: every tile exactly once under each claim setting") {
+  // How blocks claim a large task's tiles is tunable (host/runtime.cpp: GPUOS_CLAIM_SPREAD,
+  // GPUOS_CLAIM_AHEAD, GPUOS_TILE_BATCH, read at boot). A sum of ones counts the tiles' elements: a tile
+  // run twice or skipped changes it. Sizes: fewer tiles than blocks, about a grid, many grids.
+  struct Setting {
+    const char* spread;
+    const char* ahead;
+    const char* batch;
+  };
+  const Setting settings[] = {{nullptr, nullptr, nullptr}, {"1", nullptr, nullptr}, {"1", "0", nullptr},
+                              {nullptr, "0", nullptr},     {"64", nullptr, "1"},   {"1", nullptr, "64"}};
+  const size_t sizes[] = {40000, (1u << 21) + 7, (1u << 24) - 5};  // 10, 513 and 4096 tiles
+  const size_t max_n = (1u << 24) - 5;
+  test::DeviceBuffer ones(max_n), a(max_n), out(max_n), sum(1);
+  ones.upload(std::vector<float>(max_n, 1.0f));
+  const auto ha = test::random_floats(max_n, 5);
+  a.upload(ha);
+  auto set = [](const char* name, const char* v) {
+    if (v) ::setenv(name, v, 1); else ::unsetenv(name);
+  };
+  for (const Setting& st : settings) {
+    CAPTURE(std::string(st.spread ? st.spread : "-") + "/" + (st.ahead ? st.ahead : "-") + "/" + (st.batch ? st.batch : "-"));
+    set("GPUOS_CLAIM_SPREAD", st.spread);
+    set("GPUOS_CLAIM_AHEAD", st.ahead);
+    set("GPUOS_TILE_BATCH", st.batch);
+    Runtime rt;
+    set("GPUOS_CLAIM_SPREAD", nullptr);
+    set("GPUOS_CLAIM_AHEAD", nullptr);
+    set("GPUOS_TILE_BATCH", nullptr);
+    for (size_t n : sizes) {
+      CAPTURE(n);
+      sum.upload({-1.0f});
+      CHECK(rt.wait(rt.submit(ops::sum(sum.get(), ones.get(), n)), 10s));
+      CHECK(sum.download(1)[0] == static_cast<float>(n));
+      out.upload(std::vector<float>(n, -7.0f));
+      CHECK(rt.wait(rt.submit(ops::add(out.get(), a.get(), a.get(), n)), 10s));
+      const auto got = out.download(n);
+      size_t bad = 0;
+      for (size_t i = 0; i < n; ++i) bad += got[i] != ha[i] + ha[i];
+      CHECK(bad == 0);
+    }
+  }
 }

@@ -17,7 +17,9 @@ using namespace std::chrono_literals;
 
 TEST_CASE("online switch: an operator overwritten 6 times under load from 4 threads: clean cuts, none lost or doubled") {
   constexpr unsigned kThreads = 4;
-  constexpr size_t kPerThread = 1u << 20;
+  // Room for ~1.6 s of load at ~5 M tasks/s: the six builds (100-200 ms each) and their 10 ms gaps must
+  // all land while the load runs (every cut is checked to have tasks on both sides).
+  constexpr size_t kPerThread = 1u << 21;
   test::DeviceBuffer out(kThreads * kPerThread);
   out.upload(std::vector<float>(kThreads * kPerThread, 0.0f));
   std::vector<std::pair<uint64_t, unsigned>> cuts;

@@ -97,9 +97,11 @@ TEST_CASE("tile counts of the built-ins") {
 }
 
 TEST_CASE("heap requests: the reserved operator id, the request in a slot, the reply's layout") {
-  CHECK(GPUOS_ABI_VERSION == 6u);
+  CHECK(GPUOS_ABI_VERSION == 7u);
   CHECK(offsetof(DeviceState, max_batch) == 304);
   CHECK(offsetof(DeviceState, pace_limit_ns) == 308);
+  CHECK(offsetof(DeviceState, claim_spread) == 312);
+  CHECK(offsetof(DeviceState, claim_ahead_off) == 316);
   CHECK(GPUOS_OP_HEAP_CTL == GPUOS_MAX_OPS - 1);
   CHECK(GPUOS_OP_HEAP_CTL >= GPUOS_BUILTIN_OP_COUNT);
   CHECK(sizeof(LaunchParams) == 64);

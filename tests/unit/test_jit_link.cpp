@@ -284,10 +284,10 @@ TEST_CASE("jit link: argument sizes and the ABI version are read from the linked
     return v;
   };
   CHECK(u32_at("gpuos_image_abi_version", 0) == GPUOS_ABI_VERSION);
-  CHECK(u32_at("gpuos_op_scale_entry", 16) == 32);        // ScaleArgs: y, x, n, alpha (+ padding)
-  CHECK(u32_at("gpuos_op_softmax_row_entry", 16) == 32);  // SoftmaxRowArgs: y, x, cols, ld
-  CHECK(u32_at("gpuos_op_sum_entry", 16) == sizeof(gpuos_sum_args));
-  CHECK(u32_at("gpuos_op_nop_entry", 16) == 0);
+  CHECK(u32_at("gpuos_op_scale_entry", 24) == 32);        // ScaleArgs: y, x, n, alpha (+ padding)
+  CHECK(u32_at("gpuos_op_softmax_row_entry", 24) == 32);  // SoftmaxRowArgs: y, x, cols, ld
+  CHECK(u32_at("gpuos_op_sum_entry", 24) == sizeof(gpuos_sum_args));
+  CHECK(u32_at("gpuos_op_nop_entry", 24) == 0);
   CHECK(u32_at("no_such_symbol", 0) == -1);
   CHECK_FALSE(elf_symbol_data(std::vector<char>{'x', 'y'}, "gpuos_op_table"));
 }
