@@ -279,7 +279,8 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
     if (threadIdx.x == 0) {
       sh.ctx = TileCtx{top, sh.payload.tiles, ticket, smem, &e.scratch};
       if (claims_in_call)
-        sh.claims = TileClaims{reinterpret_cast<unsigned long long*>(&e.claim), 0ull, batch, left, spread, max_batch};
+        sh.claims = TileClaims{reinterpret_cast<unsigned long long*>(&e.claim), 0ull, batch, left,
+                               static_cast<uint32_t>((0x100000000ull + spread - 1) / spread), max_batch};
     }
     __syncthreads();
     uint32_t ran = count;

@@ -53,7 +53,8 @@ struct TileClaims {
   unsigned long long slot;   ///< thread 0 hands a claim's result to the block through this
   unsigned int take;         ///< tiles the next claim asks for
   unsigned int left;         ///< tiles the block's last claim left unclaimed
-  unsigned int spread;       ///< later claims ask for (tiles left) / spread ...
+  unsigned int spread_inv;   ///< later claims ask for (tiles left) / d, d = the spread x the grid, as
+                             ///< __umulhi(tiles left, spread_inv), spread_inv = ceil(2^32 / d) ...
   unsigned int max;          ///< ... at most max, at least 1
 };
 
@@ -150,7 +151,7 @@ __device__ __forceinline__ unsigned long long claim_issue(unsigned long long* wo
 }
 
 /// The claiming adapter's loop: `count` tiles from ctx.tile down; then claims of claims->take
-/// tiles (later (tiles left) / claims->spread, clamped to [1, claims->max]), each issued as the
+/// tiles (later about (tiles left) / (spread x grid), clamped to [1, claims->max]), each issued as the
 /// previous batch starts while a grid's worth of tiles is unclaimed (after it, once fewer are), until a
 /// claim finds no tile or takes the last ones. The claim word's
 /// high half is the task's remaining tile count (abi.h, DqEntry::claim); a claim that saw `rem` > 0
@@ -168,6 +169,7 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
     // could have gone to a block that has none (a task of few tiles, the end of a large one).
     const bool ahead = claim_more && left >= gridDim.x;
     unsigned long long old = ahead ? claim_issue(word, take) : 0ull;
+#pragma unroll 1
     for (unsigned int i = 0; i < n; ++i) {
       if (i != 0) __syncthreads();
       t.tile = top - i;
@@ -184,7 +186,7 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
     top = static_cast<unsigned int>(rem) - 1u;
     left = static_cast<unsigned int>(rem) - n;
     claim_more = left > 0;  // else this claim took the last tiles
-    const unsigned int share = static_cast<unsigned int>(rem) / claims->spread;
+    const unsigned int share = __umulhi(static_cast<unsigned int>(rem), claims->spread_inv);
     take = share < 1u ? 1u : (share > claims->max ? claims->max : share);
     __syncthreads();  // every thread read the slot before thread 0 writes it again
   }
@@ -210,6 +212,7 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
                                                     unsigned int count) {                          \
     (void)a;                                                                                       \
     ::gpuos::TileCtx t = c;                                                                        \
+    _Pragma("unroll 1")                                                                            \
     for (unsigned int i = 0; i < count; ++i) {                                                     \
       if (i != 0) __syncthreads();                                                                 \
       t.tile = c.tile - i;                                                                         \
