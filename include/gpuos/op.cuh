@@ -137,9 +137,9 @@ inline constexpr bool tile_signature_ok =
 
 /// A block's next claim of tiles: thread 0 subtracts `take` tiles from the claim word (relaxed: the block
 /// holds tiles it has not reported, so the task cannot complete and the word stays this task's) and gets
-/// the old word back. Issued as the batch's last tile starts; the result is first read after that tile,
-/// so the claim's round trip (1-4 us under full memory load) overlaps the tile's traffic instead of
-/// stalling the block. The global-space atomic keeps the compiler from a generic-address fallback.
+/// the old word back. Issued as a batch starts, its result first read after the batch, the claim's
+/// round trip (1-4 us under full memory load) overlaps the tiles' traffic instead of stalling the
+/// block. The global-space atomic keeps the compiler from a generic-address fallback.
 __device__ __forceinline__ unsigned long long claim_issue(unsigned long long* word, unsigned int take) {
   unsigned long long old = 0ull;
   if (threadIdx.x == 0)
@@ -226,7 +226,7 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
     return ::gpuos::detail::run_claimed(c, count, claims, [&](const ::gpuos::TileCtx& t) { CALL; }); \
   }
 
-/// Declares operator NAME: emits the adapter gpuos_op_NAME_tile and the jump-table row
+/// Declares operator NAME: emits the adapters gpuos_op_NAME_tile and gpuos_op_NAME_claim and the jump-table row
 /// gpuos_op_NAME_entry (an image's table holds the rows' addresses).
 #define GPUOS_OPERATOR(NAME, ARGS, TILE_FN) GPUOS_OPERATOR_FLAGS(NAME, ARGS, TILE_FN, 0u)
 
