@@ -3,6 +3,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <iterator>
+#include <string_view>
+#include <utility>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -227,11 +230,13 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
   // waits in the driver for its module load, which finishes only after the old kernel's exit
   // (docs/benchmarks.md, sixth session: yield had the fewest slow switches, blocking a longer p50).
   if (const char* v = std::getenv("GPUOS_CTX_SCHED"); v && *v) {
-    const std::string m = v;
-    const unsigned f = m == "spin" ? CU_CTX_SCHED_SPIN : m == "yield" ? CU_CTX_SCHED_YIELD
-                     : m == "blocking" ? CU_CTX_SCHED_BLOCKING_SYNC : m == "auto" ? CU_CTX_SCHED_AUTO : ~0u;
-    if (f == ~0u) fail(GPUOS_ERR_INVALID_ARG, "GPUOS_CTX_SCHED must be auto, spin, yield or blocking, got '" + m + "'");
-    GPUOS_CU_TRY(drv().cuDevicePrimaryCtxSetFlags(dev_, f));
+    static constexpr std::pair<std::string_view, CUctx_flags> kModes[] = {
+        {"auto", CU_CTX_SCHED_AUTO}, {"spin", CU_CTX_SCHED_SPIN}, {"yield", CU_CTX_SCHED_YIELD},
+        {"blocking", CU_CTX_SCHED_BLOCKING_SYNC}};
+    const auto* it = std::find_if(std::begin(kModes), std::end(kModes), [&](const auto& m) { return m.first == v; });
+    if (it == std::end(kModes))
+      fail(GPUOS_ERR_INVALID_ARG, std::string("GPUOS_CTX_SCHED must be auto, spin, yield or blocking, got '") + v + "'");
+    GPUOS_CU_TRY(drv().cuDevicePrimaryCtxSetFlags(dev_, it->second));
   }
   GPUOS_CU_TRY(drv().cuDevicePrimaryCtxRetain(&ctx_, dev_));
   try {
@@ -273,8 +278,9 @@ Runtime::Runtime(const gpuos_options& o) : opts_(o) {
     // unset: the kernel's default).
     if (const auto mb = tuning_env("GPUOS_TILE_BATCH", 1, 64))
       GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, max_batch), &*mb, sizeof(*mb), stream_));
-    // Tuning: a large task's claims take rem / (GPUOS_CLAIM_SPREAD x grid) tiles (1..64; unset: the kernel's default, 64), and
-    // GPUOS_CLAIM_AHEAD=0 makes a block's next claim wait for its batch to end (DeviceState).
+    // Tuning (DeviceState): a large task's claims take rem / (GPUOS_CLAIM_SPREAD x grid) tiles (1..64;
+    // unset: the kernel's default, 64); GPUOS_CLAIM_AHEAD=0 makes the scheduler claim after each batch,
+    // one operator call per batch, instead of the claiming adapter (a diagnostic).
     if (const auto cs = tuning_env("GPUOS_CLAIM_SPREAD", 1, 64))
       GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(state_ + offsetof(abi::DeviceState, claim_spread), &*cs, sizeof(*cs), stream_));
     if (const auto ca = tuning_env("GPUOS_CLAIM_AHEAD", 0, 1)) {

@@ -80,7 +80,7 @@ struct BlockShared {
   uint32_t valid;  // the claim got tiles
   uint32_t tile;
   uint32_t last;  // this block finished the task's last tile
-  uint32_t more;  // tiles the claim left for later claims (0: it took the last)
+  uint32_t left;  // tiles the claim left for later claims (0: it took the last)
   uint32_t board_slot;
   TileClaims claims;  // how the running batch's adapter claims on (work_entry)
   unsigned long long stamps[5];  // the front end's flight recorder: a lone task's step times (run_lone)
@@ -246,7 +246,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
       sh.tile = static_cast<uint32_t>(rem - 1);  // first (highest) tile claimed
       sh.last = got;                              // tiles claimed
       const bool exhausted = rem <= static_cast<int32_t>(batch);  // no tile left after this claim
-      sh.more = exhausted ? 0u : static_cast<uint32_t>(rem) - batch;
+      sh.left = exhausted ? 0u : static_cast<uint32_t>(rem) - batch;
       if (got > 0) {
         // The next claim: an even share of what was left (one call of the operator runs it).
         batch = claim_batch(static_cast<uint32_t>(rem) / spread, max_batch);
@@ -271,7 +271,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
     const uint64_t ticket = sh.ticket;
     // One call runs the batch (the operator's adapter loops, with a barrier between tiles) and, while
     // there are tiles left, goes on claiming and running them until none is left: one call per task.
-    const uint32_t left = sh.more;
+    const uint32_t left = sh.left;
     const bool more = left != 0;
     // Only with a grid's worth of tiles unclaimed: a task of fewer tiles runs as it did before claims
     // moved into the adapter (the scheduler claims after each batch; measured the same or better there).

@@ -63,8 +63,7 @@ TEST_CASE("a device that does not exist is a clear error") {
 
 TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boots") {
   // GPUOS_TILE_BATCH, GPUOS_CLAIM_SPREAD, GPUOS_CLAIM_AHEAD, GPUOS_POLL_PACE (tuning_env) and
-  // GPUOS_CTX_SCHED are read when the runtime boots
-  // (host/runtime.cpp).
+  // GPUOS_CTX_SCHED are read when the runtime boots (host/runtime.cpp).
   struct Env {
     const char* name;
     explicit Env(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
