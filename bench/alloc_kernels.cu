@@ -1,7 +1,7 @@
 // Kernels of bench_alloc: the gpuos heap (kernel/tlsf.hpp, the code gpuos::dev::malloc runs) and CUDA's
 // device malloc under the same protocol, plus the checks and measurements of the results. Compiled to
 // its own cubin (CUDA's malloc heap is a per-context setting made before any of these kernels runs).
-#include "heap.cuh"  // kernel/: heap init kernels, tlsf.hpp
+#include "kernel/heap.cuh"  // heap init kernels, tlsf.hpp
 
 using gpuos::tlsf::Control;
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "bench_common.hpp"
-#include "tlsf.hpp"  // kernel/: the heap's layout sizes
+#include "bench/bench_common.hpp"
+#include "kernel/tlsf.hpp"  // the heap's layout sizes
 
 extern "C" const unsigned char bench_alloc_cubin[];
 

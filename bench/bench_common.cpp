@@ -1,4 +1,4 @@
-#include "bench_common.hpp"
+#include "bench/bench_common.hpp"
 
 #include <charconv>
 #include <cstdio>
@@ -11,8 +11,8 @@
 extern "C" const unsigned char bench_kernels_cubin[];
 extern "C" const std::size_t bench_kernels_cubin_size;
 
-#include "driver.hpp"
-#include "error.hpp"
+#include "host/driver.hpp"
+#include "host/cu_check.hpp"
 
 namespace gpuos::bench {
 

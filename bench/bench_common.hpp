@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "gpuos/gpuos.hpp"
-#include "json_writer.hpp"
-#include "latency.hpp"
+#include "tools/json_writer.hpp"
+#include "tools/latency.hpp"
 
 namespace gpuos::bench {
 

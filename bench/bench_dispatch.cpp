@@ -19,7 +19,7 @@
 
 #include <immintrin.h>
 
-#include "bench_common.hpp"
+#include "bench/bench_common.hpp"
 
 namespace gpuos::bench {
 namespace {

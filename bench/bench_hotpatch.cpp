@@ -24,8 +24,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "bench_common.hpp"
-#include "jit/watcher.hpp"
+#include "bench/bench_common.hpp"
+#include "host/watcher.hpp"
 
 namespace gpuos::bench {
 namespace {
@@ -123,10 +123,10 @@ int run(int argc, char** argv) {
   guarded("gpuos", [&] {
     Runtime rt;
     info = rt.device_info();
-    jit::WatchOptions wo;
+    detail::WatchOptions wo;
     wo.debounce = std::chrono::milliseconds(debounce);
     wo.report_existing = false;
-    jit::Watcher w(root / "ops", wo);
+    detail::Watcher w(root / "ops", wo);
     const fs::path file = root / "ops" / "tag.cu";
     std::vector<float> zero(4096, 0.0f);
     s.upload(probe.ptr(), zero.data(), zero.size() * 4);

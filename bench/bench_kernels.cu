@@ -3,7 +3,7 @@
 #include "gpuos/builtin_ops.h"
 #include "gpuos/op.cuh"
 
-#include "builtin_ops.cuh"  // kernel/: the tile functions the resident kernel runs
+#include "kernel/builtin_ops.cuh"  // the tile functions the resident kernel runs
 
 /// Smallest possible kernel: the cost of a launch and nothing else.
 extern "C" __global__ void bench_empty() {}

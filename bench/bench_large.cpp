@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "gpuos/abi.h"  // GPUOS_BLOCK_THREADS: the block size the tile functions are written for
+#include "gpuos/limits.h"  // GPUOS_BLOCK_THREADS: the block size the tile functions are written for
 
-#include "bench_common.hpp"
+#include "bench/bench_common.hpp"
 
 namespace gpuos::bench {
 namespace {

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench_common.hpp"
+#include "bench/bench_common.hpp"
 
 extern "C" const unsigned char gpuos_image_cubin[];
 extern "C" const std::size_t gpuos_image_cubin_size;

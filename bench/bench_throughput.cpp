@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench_common.hpp"
+#include "bench/bench_common.hpp"
 
 namespace gpuos::bench {
 namespace {

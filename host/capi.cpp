@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "driver.hpp"
-#include "error.hpp"
+#include "common/error.hpp"
 #include "gpuos/gpuos.h"
-#include "runtime.hpp"
+#include "host/device.hpp"
+#include "host/runtime.hpp"
 
 struct gpuos_runtime {
   gpuos::detail::Runtime impl;
@@ -30,7 +30,7 @@ gpuos_status guarded(F&& f) noexcept {
   try {
     t_last_error.clear();
     return f();
-  } catch (const gpuos::detail::Failure& e) {
+  } catch (const gpuos::common::Failure& e) {
     return set_error(e.status(), e.what());
   } catch (const std::bad_alloc&) {
     return set_error(GPUOS_ERR_OUT_OF_MEMORY, "host out of memory");

@@ -1,4 +1,4 @@
-#include "driver.hpp"
+#include "host/driver.hpp"
 
 #include <dlfcn.h>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "error.hpp"
+#include "host/cu_check.hpp"
 
 namespace gpuos::detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "submit_queue.hpp"
+#include "host/submit_queue.hpp"
 
 #include <cstring>
 
@@ -76,9 +76,11 @@ uint64_t SubmitQueue::reap() {
   const uint64_t end = tail_.load(std::memory_order_acquire);
   abi::Completion c;
   while (r < end && read_record(r, c) && c.seq == r + 1) {
-    if (const uint16_t op = ops_[r & mask_]; op < GPUOS_MAX_OPS)  // not control tasks
+    const uint16_t op = ops_[r & mask_];
+    if (op < GPUOS_MAX_OPS)  // not control tasks
       per_op_completed_[op].fetch_add(1, std::memory_order_relaxed);
     if (c.status != abi::kTaskOk) {
+      if (op < GPUOS_MAX_OPS) per_op_failed_[op].fetch_add(1, std::memory_order_relaxed);
       failed_count_.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> fl(failures_mutex_);
       failures_[r] = Result{c.status, c.detail};

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-#include "gpuos/abi.h"
+#include "kernel/wire.h"
 
 namespace gpuos::detail {
 
@@ -52,6 +52,7 @@ class SubmitQueue {
   uint64_t completed_of_op(uint32_t op) const noexcept {
     return per_op_completed_[op].load(std::memory_order_relaxed);
   }
+  uint64_t failed_of_op(uint32_t op) const noexcept { return per_op_failed_[op].load(std::memory_order_relaxed); }
 
   /// Failures remembered for retired tickets (the oldest are forgotten beyond this many).
   static constexpr size_t kFailureMemory = 1u << 16;
@@ -69,6 +70,7 @@ class SubmitQueue {
   std::vector<uint16_t> ops_;  // op of the ticket occupying each slot (for per-op counts)
   std::atomic<uint64_t> failed_count_{0};
   std::atomic<uint64_t> per_op_completed_[GPUOS_MAX_OPS] = {};
+  std::atomic<uint64_t> per_op_failed_[GPUOS_MAX_OPS] = {};
   mutable std::mutex failures_mutex_;
   std::map<uint64_t, Result> failures_;  // retired tickets that failed
 };

@@ -33,29 +33,6 @@ std::uint64_t get_u64(const char* p) {
   return v;
 }
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
-
-/// "123", "64K", "512M", "2G" (binary units); nullopt when malformed.
-std::optional<std::uint64_t> parse_bytes(const char* s) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno != 0 || end == s) return std::nullopt;
-  std::uint64_t mul = 1;
-  switch (*end) {
-    case '\0': break;
-    case 'K': case 'k': mul = 1ull << 10; ++end; break;
-    case 'M': case 'm': mul = 1ull << 20; ++end; break;
-    case 'G': case 'g': mul = 1ull << 30; ++end; break;
-    default: return std::nullopt;
-  }
-  if (*end != '\0') return std::nullopt;
-  return v * mul;
-}
-
 bool write_all(int fd, const char* p, std::size_t n) {
   while (n > 0) {
     const ssize_t w = ::write(fd, p, n);
@@ -74,17 +51,21 @@ constexpr std::string_view kSuffix = ".bin";
 
 }  // namespace
 
-CacheConfig CacheConfig::from_env() {
+CacheConfig CacheConfig::from(const common::Config& cfg, const std::function<const char*(const char*)>& env) {
+  auto get = [&](const char* name) -> const char* {
+    const char* v = env ? env(name) : std::getenv(name);
+    return v && *v ? v : nullptr;
+  };
   CacheConfig c;
-  if (const char* d = env("GPUOS_CACHE_DIR")) {
-    c.dir = fs::path(d);
-  } else if (const char* x = env("XDG_CACHE_HOME"); x && x[0] == '/') {  // XDG: relative is invalid
+  c.disk_limit_bytes = cfg.cache_max_bytes;
+  if (cfg.cache_dir == "off") return c;
+  if (!cfg.cache_dir.empty()) {
+    c.dir = fs::path(cfg.cache_dir);
+  } else if (const char* x = get("XDG_CACHE_HOME"); x && x[0] == '/') {  // XDG: relative is invalid
     c.dir = fs::path(x) / "gpuos";
-  } else if (const char* h = env("HOME")) {
+  } else if (const char* h = get("HOME")) {
     c.dir = fs::path(h) / ".cache" / "gpuos";
   }
-  if (const char* m = env("GPUOS_CACHE_MAX_BYTES"))
-    if (auto v = parse_bytes(m)) c.disk_limit_bytes = *v;
   return c;
 }
 

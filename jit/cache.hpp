@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/config.hpp"
 #include "jit/hash.hpp"
 
 namespace gpuos::jit {
@@ -38,9 +40,10 @@ struct CacheConfig {
   std::uint64_t disk_limit_bytes = 512ull << 20;
   std::uint64_t memory_limit_bytes = 64ull << 20;
 
-  /// GPUOS_CACHE_DIR if set and non-empty, else $XDG_CACHE_HOME/gpuos, else $HOME/.cache/gpuos, else
-  /// memory only. GPUOS_CACHE_MAX_BYTES overrides disk_limit_bytes.
-  static CacheConfig from_env();
+  /// The configured directory (GPUOS_CACHE_DIR or gpuos_options.cache_dir; "off": memory only), else
+  /// $XDG_CACHE_HOME/gpuos (an absolute XDG_CACHE_HOME), else $HOME/.cache/gpuos, else memory only;
+  /// the disk bound GPUOS_CACHE_MAX_BYTES. `env` looks up XDG_CACHE_HOME and HOME (std::getenv by default).
+  static CacheConfig from(const common::Config& cfg, const std::function<const char*(const char*)>& env = {});
 };
 
 struct CacheStats {
@@ -56,7 +59,7 @@ struct CacheStats {
 
 class Cache {
  public:
-  explicit Cache(CacheConfig cfg = CacheConfig::from_env());
+  explicit Cache(CacheConfig cfg);
   Cache(const Cache&) = delete;
   Cache& operator=(const Cache&) = delete;
 

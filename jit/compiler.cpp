@@ -9,7 +9,8 @@
 #include <cstring>
 #include <fstream>
 #include <regex>
-#include <semaphore>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "jit/cache.hpp"
@@ -159,27 +160,20 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 // ---- concurrency bound ---------------------------------------------------------------------------
 
-unsigned limit_from_env() {
-  if (const char* v = std::getenv("GPUOS_JIT_MAX_COMPILES"); v && *v) {
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (end && *end == '\0' && n >= 1) return static_cast<unsigned>(std::min(n, 1024L));
-  }
-  const unsigned hw = std::thread::hardware_concurrency();
-  return std::clamp(hw, 1u, 8u);
-}
+unsigned automatic_limit() { return std::clamp(std::thread::hardware_concurrency(), 1u, 8u); }
 
+/// The process's compile slots: a counting semaphore whose bound set_compile_limit may change.
 struct Gate {
-  explicit Gate(unsigned n) : limit(n), sem(static_cast<std::ptrdiff_t>(n)) {}
-  const unsigned limit;
-  std::counting_semaphore<1024> sem;
-  std::atomic<unsigned> in_flight{0};
-  std::atomic<unsigned> peak{0};
-  std::atomic<std::uint64_t> compiles{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  unsigned limit = automatic_limit();
+  unsigned in_flight = 0;
+  unsigned peak = 0;
+  std::uint64_t compiles = 0;
 };
 
 Gate& gate() {
-  static Gate g(limit_from_env());
+  static Gate g;
   return g;
 }
 
@@ -187,16 +181,15 @@ Gate& gate() {
 class GateSlot {
  public:
   GateSlot() : g_(gate()) {
-    g_.sem.acquire();
-    const unsigned now = g_.in_flight.fetch_add(1) + 1;
-    unsigned p = g_.peak.load();
-    while (now > p && !g_.peak.compare_exchange_weak(p, now)) {
-    }
-    g_.compiles.fetch_add(1);
+    std::unique_lock<std::mutex> lock(g_.mu);
+    g_.cv.wait(lock, [&] { return g_.in_flight < g_.limit; });
+    g_.peak = std::max(g_.peak, ++g_.in_flight);
+    ++g_.compiles;
   }
   ~GateSlot() {
-    g_.in_flight.fetch_sub(1);
-    g_.sem.release();
+    std::lock_guard<std::mutex> lock(g_.mu);
+    --g_.in_flight;
+    g_.cv.notify_one();
   }
   GateSlot(const GateSlot&) = delete;
   GateSlot& operator=(const GateSlot&) = delete;
@@ -425,25 +418,6 @@ std::vector<Diagnostic> parse_nvrtc_log(std::string_view log) {
   return out;
 }
 
-std::vector<std::string> default_include_dirs() {
-  auto pick = [](const char* env, const char* built) {
-    const char* v = std::getenv(env);
-    return std::string(v && *v ? v : built);
-  };
-  // The operator headers embedded in the library (no source tree needed); the build-time source
-  // directory only when they cannot be written out.
-  std::string ops;
-  try {
-    ops = operator_include_dir();
-  } catch (const detail::Failure&) {
-    ops = pick("GPUOS_INCLUDE_DIR", GPUOS_JIT_INCLUDE_DIR);
-  }
-  std::vector<std::string> dirs;
-  for (std::string d : {ops, pick("GPUOS_CCCL_DIR", GPUOS_JIT_CCCL_DIR)})
-    if (!d.empty()) dirs.push_back(std::move(d));
-  return dirs;
-}
-
 std::vector<std::string> nvrtc_options(const CompileOptions& o, const std::string& source_dir) {
   std::vector<std::string> v = {"-arch=sm_" + std::to_string(o.arch), "-rdc=true", "-dlto", "-std=c++20"};
   if (o.lineinfo) v.push_back("-lineinfo");
@@ -506,10 +480,22 @@ const ToolchainVersions& toolchain_versions() {
 
 CompileStats compile_stats() {
   Gate& g = gate();
-  return {g.compiles.load(), g.in_flight.load(), g.peak.load(), g.limit};
+  std::lock_guard<std::mutex> lock(g.mu);
+  return {g.compiles, g.in_flight, g.peak, g.limit};
 }
 
-unsigned max_concurrent_compiles() { return gate().limit; }
+unsigned max_concurrent_compiles() {
+  Gate& g = gate();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return g.limit;
+}
+
+void set_compile_limit(unsigned n) {
+  Gate& g = gate();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.limit = n == 0 ? automatic_limit() : n;
+  g.cv.notify_all();
+}
 
 CompileResult compile(std::string_view source_name, std::string_view source, const CompileOptions& o, Cache* cache,
                       const std::string& source_dir) {
@@ -576,7 +562,7 @@ CompileResult compile(std::string_view source_name, std::string_view source, con
 
   if (a.result != NVRTC_SUCCESS) {
     if (!has_error(r.diagnostics, false) && !has_error(r.diagnostics, true))
-      r.diagnostics.push_back(make_error(r.source_name, detail::nvrtc_error_name(a.result) + ": " + a.log));
+      r.diagnostics.push_back(make_error(r.source_name, nvrtc_error_name(a.result) + ": " + a.log));
     return done();
   }
   for (std::size_t i = 0; i < candidates.size(); ++i) {

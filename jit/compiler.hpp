@@ -9,11 +9,11 @@
 //
 // Errors in the user's source (syntax, a wrong tile signature, no operator, unknown include, empty or
 // binary file) are results: ok() is false and `diagnostics` says why. Failures of the library itself
-// (NVRTC out of memory, an internal error) throw gpuos::detail::Failure.
+// (NVRTC out of memory, an internal error) throw gpuos::common::Failure.
 //
 // At most max_concurrent_compiles() NVRTC compiles run at once in the process (a counting semaphore;
-// each compile takes hundreds of MB); GPUOS_JIT_MAX_COMPILES sets the bound, default
-// min(hardware threads, 8). All functions are thread-safe.
+// each compile takes hundreds of MB); set_compile_limit sets the bound (a runtime sets it from
+// GPUOS_JIT_MAX_COMPILES), default min(hardware threads, 8). All functions are thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -45,15 +45,11 @@ std::string to_string(const Diagnostic& d);
 /// Splits an NVRTC program log into diagnostics; summary lines ("1 error detected ...") are dropped.
 std::vector<Diagnostic> parse_nvrtc_log(std::string_view log);
 
-/// Directories holding gpuos/op.cuh and CCCL (cuda/std/...): GPUOS_INCLUDE_DIR when set, else the
-/// headers embedded in the library, written out (jit/headers.hpp); GPUOS_CCCL_DIR when set, else the
-/// toolkit's CCCL found at build time (cccl_include_dir() checks it exists).
-std::vector<std::string> default_include_dirs();
-
 struct CompileOptions {
   unsigned arch = 90;  ///< sm_<arch>; must match the image the LTO-IR is linked into
-  /// -I directories, searched in order after the source's own directory (compile_file).
-  std::vector<std::string> include_dirs = default_include_dirs();
+  /// -I directories, searched in order after the source's own directory (compile_file). An operator
+  /// source needs gpuos/op.cuh and CCCL: jit::runtime_include_dirs (jit/headers.hpp) gives both.
+  std::vector<std::string> include_dirs;
   std::vector<std::string> defines;        ///< "NAME" or "NAME=VALUE"
   std::vector<std::string> extra_options;  ///< passed to NVRTC as they are
   bool lineinfo = true;                    ///< -lineinfo: source lines in profiles and fault reports
@@ -109,5 +105,8 @@ struct CompileStats {
 };
 CompileStats compile_stats();
 unsigned max_concurrent_compiles();
+/// Sets the bound (GPUOS_JIT_MAX_COMPILES; 0 = the number of hardware threads, at most 8). Compiles
+/// already running are not interrupted.
+void set_compile_limit(unsigned n);
 
 }  // namespace gpuos::jit

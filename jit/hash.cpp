@@ -4,7 +4,7 @@
 #define XXH_INLINE_ALL
 #include "jit/third_party/xxhash.h"
 
-#include "host/error.hpp"
+#include "common/error.hpp"
 
 namespace gpuos::jit {
 
@@ -46,13 +46,13 @@ struct Hasher::State {
 
 Hasher::Hasher() : s_(std::make_unique<State>()) {
   if (XXH3_128bits_reset(&s_->st) != XXH_OK)
-    throw detail::Failure(GPUOS_ERR_INTERNAL, "XXH3_128bits_reset failed");
+    throw common::Failure(GPUOS_ERR_INTERNAL, "XXH3_128bits_reset failed");
 }
 Hasher::~Hasher() = default;
 
 void Hasher::raw(const void* p, std::size_t n) {
   if (XXH3_128bits_update(&s_->st, p, n) != XXH_OK)
-    throw detail::Failure(GPUOS_ERR_INTERNAL, "XXH3_128bits_update failed");
+    throw common::Failure(GPUOS_ERR_INTERNAL, "XXH3_128bits_update failed");
 }
 
 Hasher& Hasher::add(std::string_view bytes) {

@@ -8,7 +8,7 @@
 #include <iterator>
 #include <mutex>
 
-#include "host/error.hpp"
+#include "common/error.hpp"
 #include "jit/hash.hpp"
 
 #ifndef GPUOS_JIT_CCCL_DIR
@@ -28,11 +28,6 @@ namespace gpuos::jit {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : std::string();
-}
 
 bool same_content(const fs::path& p, const gpuos_embedded_file& f) {
   std::ifstream in(p, std::ios::binary);
@@ -66,7 +61,7 @@ std::string materialize() {
     std::ofstream out(p, std::ios::binary | std::ios::trunc);
     out.write(f->data, static_cast<std::streamsize>(f->size));
     if (!out.flush())
-      throw detail::Failure(GPUOS_ERR_INTERNAL, "cannot write the operator headers to " + p.string() +
+      throw common::Failure(GPUOS_ERR_INTERNAL, "cannot write the operator headers to " + p.string() +
                                            " (set GPUOS_INCLUDE_DIR to a directory holding gpuos/op.cuh)");
   }
   fs::rename(tmp, final_dir, ec);
@@ -82,8 +77,8 @@ std::string materialize() {
 
 }  // namespace
 
-std::string operator_include_dir() {
-  if (std::string d = env("GPUOS_INCLUDE_DIR"); !d.empty()) return d;
+std::string operator_include_dir(const std::string& configured) {
+  if (!configured.empty()) return configured;
   static std::mutex mu;
   static std::string dir;
   std::lock_guard<std::mutex> lock(mu);
@@ -91,19 +86,20 @@ std::string operator_include_dir() {
   return dir;
 }
 
-std::string cccl_include_dir() {
-  const std::string from_env = env("GPUOS_CCCL_DIR");
-  const std::string d = from_env.empty() ? std::string(GPUOS_JIT_CCCL_DIR) : from_env;
+std::string cccl_include_dir(const std::string& configured) {
+  const std::string d = configured.empty() ? std::string(GPUOS_JIT_CCCL_DIR) : configured;
   std::error_code ec;
   if (d.empty() || !fs::is_regular_file(fs::path(d) / "cuda" / "std" / "type_traits", ec))
-    throw detail::Failure(GPUOS_ERR_UNSUPPORTED,
-                 "CCCL (libcu++) headers not found: '" + d + "' holds no cuda/std/type_traits (" +
-                     (from_env.empty() ? "the CUDA toolkit's include/cccl at build time; set GPUOS_CCCL_DIR"
-                                       : "from GPUOS_CCCL_DIR") +
-                     "). Operators are compiled at run time and need the CUDA toolkit's CCCL headers.");
+    throw common::Failure(GPUOS_ERR_UNSUPPORTED,
+                          "CCCL (libcu++) headers not found: '" + d + "' holds no cuda/std/type_traits (" +
+                              (configured.empty() ? "the CUDA toolkit's include/cccl at build time; set GPUOS_CCCL_DIR"
+                                                  : "from GPUOS_CCCL_DIR or gpuos_options.cccl_dir") +
+                              "). Operators are compiled at run time and need the CUDA toolkit's CCCL headers.");
   return d;
 }
 
-std::vector<std::string> runtime_include_dirs() { return {operator_include_dir(), cccl_include_dir()}; }
+std::vector<std::string> runtime_include_dirs(const common::Config& cfg) {
+  return {operator_include_dir(cfg.include_dir), cccl_include_dir(cfg.cccl_dir)};
+}
 
 }  // namespace gpuos::jit

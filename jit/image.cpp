@@ -41,7 +41,7 @@ ImageResult build_image(const ImageSpec& spec, const LinkOptions& link_options, 
   CompileResult table;
   try {
     table = compile_table(spec.table, topt, cache);
-  } catch (const detail::Failure& f) {
+  } catch (const common::Failure& f) {
     if (f.status() != GPUOS_ERR_INVALID_ARG) throw;
     return done(f.what());
   }

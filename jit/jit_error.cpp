@@ -1,6 +1,6 @@
 #include "jit/jit_error.hpp"
 
-namespace gpuos::detail {
+namespace gpuos::jit {
 
 std::string nvrtc_error_name(nvrtcResult r) {
   const char* s = nvrtcGetErrorString(r);  // never fails; "NVRTC_ERROR unknown" for unknown codes
@@ -80,7 +80,7 @@ nvrtcResult nvrtc_check(nvrtcResult r, const char* call, const char* file, int l
   if (r == NVRTC_SUCCESS) return r;
   for (nvrtcResult h : handled)
     if (r == h) return r;
-  throw Failure(status_of(r), std::string(call) + " failed: " + nvrtc_error_name(r) + " at " + file +
+  throw common::Failure(status_of(r), std::string(call) + " failed: " + nvrtc_error_name(r) + " at " + file +
                                   ":" + std::to_string(line));
 }
 
@@ -89,8 +89,8 @@ nvJitLinkResult nvjitlink_check(nvJitLinkResult r, const char* call, const char*
   if (r == NVJITLINK_SUCCESS) return r;
   for (nvJitLinkResult h : handled)
     if (r == h) return r;
-  throw Failure(status_of(r), std::string(call) + " failed: " + nvjitlink_error_name(r) + " at " +
+  throw common::Failure(status_of(r), std::string(call) + " failed: " + nvjitlink_error_name(r) + " at " +
                                   file + ":" + std::to_string(line));
 }
 
-}  // namespace gpuos::detail
+}  // namespace gpuos::jit

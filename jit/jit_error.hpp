@@ -1,6 +1,6 @@
 // The one error path of the JIT layer: every NVRTC call goes through GPUOS_NVRTC_TRY and every nvJitLink
 // call through GPUOS_NVJITLINK_TRY. A result that is not success, and not one the caller said it
-// handles, throws gpuos::detail::Failure (host/error.hpp) carrying the call, the API's own error name
+// handles, throws gpuos::common::Failure (common/error.hpp) carrying the call, the API's own error name
 // and file:line.
 //
 // The optional trailing arguments list results the caller handles itself (a compile error is a result
@@ -15,9 +15,9 @@
 #include <nvJitLink.h>
 #include <nvrtc.h>
 
-#include "host/error.hpp"
+#include "common/error.hpp"
 
-namespace gpuos::detail {
+namespace gpuos::jit {
 
 /// "NVRTC_ERROR_COMPILATION" (nvrtcGetErrorString), never empty.
 std::string nvrtc_error_name(nvrtcResult r);
@@ -35,9 +35,9 @@ nvrtcResult nvrtc_check(nvrtcResult r, const char* call, const char* file, int l
 nvJitLinkResult nvjitlink_check(nvJitLinkResult r, const char* call, const char* file, int line,
                                 std::initializer_list<nvJitLinkResult> handled = {});
 
-}  // namespace gpuos::detail
+}  // namespace gpuos::jit
 
 #define GPUOS_NVRTC_TRY(call, ...) \
-  ::gpuos::detail::nvrtc_check((call), #call, __FILE__, __LINE__, {__VA_ARGS__})
+  ::gpuos::jit::nvrtc_check((call), #call, __FILE__, __LINE__, {__VA_ARGS__})
 #define GPUOS_NVJITLINK_TRY(call, ...) \
-  ::gpuos::detail::nvjitlink_check((call), #call, __FILE__, __LINE__, {__VA_ARGS__})
+  ::gpuos::jit::nvjitlink_check((call), #call, __FILE__, __LINE__, {__VA_ARGS__})

@@ -81,14 +81,14 @@ void Linker::add(InputKind kind, std::span<const char> data, std::string_view na
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (r != NVJITLINK_SUCCESS) {
     failed_ = true;
-    add_error_ = "input '" + n + "' rejected (" + detail::nvjitlink_error_name(r) + ")";
+    add_error_ = "input '" + n + "' rejected (" + nvjitlink_error_name(r) + ")";
     if (std::string log = logs(true); !log.empty()) add_error_ += ":\n" + log;
   }
 }
 
 LinkResult Linker::finish() {
   LinkResult res;
-  if (finished_) throw detail::Failure(GPUOS_ERR_INTERNAL, "Linker::finish called twice");
+  if (finished_) throw common::Failure(GPUOS_ERR_INTERNAL, "Linker::finish called twice");
   finished_ = true;
   if (failed_) {
     res.error_log = add_error_;
@@ -100,7 +100,7 @@ LinkResult Linker::finish() {
   res.seconds = seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.info_log = logs(false);
   if (r != NVJITLINK_SUCCESS) {
-    res.error_log = "link failed (" + detail::nvjitlink_error_name(r) + ")";
+    res.error_log = "link failed (" + nvjitlink_error_name(r) + ")";
     if (std::string log = logs(true); !log.empty()) res.error_log += ":\n" + log;
     return res;
   }

@@ -8,7 +8,7 @@
 // Problems with the inputs (undefined or duplicate symbols, garbage bytes, a wrong arch) are results:
 // ok is false and error_log holds nvJitLink's explanation. An unresolved extern variable, which
 // nvJitLink only warns about (ptxas makes it a zero-filled definition), is an error here too. Misuse
-// and internal failures of nvJitLink throw gpuos::detail::Failure.
+// and internal failures of nvJitLink throw gpuos::common::Failure.
 #pragma once
 
 #include <optional>

@@ -4,8 +4,8 @@
 #include <cctype>
 #include <set>
 
-#include "gpuos/abi.h"
-#include "host/error.hpp"
+#include "gpuos/limits.h"
+#include "common/error.hpp"
 
 namespace gpuos::jit {
 namespace {
@@ -23,14 +23,14 @@ std::string table_source(std::span<const TableEntry> entries) {
   unsigned used = 0;
   for (const TableEntry& e : entries) {
     if (e.slot >= GPUOS_MAX_OPS)
-      throw detail::Failure(GPUOS_ERR_INVALID_ARG, "jump table: slot " + std::to_string(e.slot) + " of operator '" +
+      throw common::Failure(GPUOS_ERR_INVALID_ARG, "jump table: slot " + std::to_string(e.slot) + " of operator '" +
                                                        e.op + "' is not below GPUOS_MAX_OPS (" +
                                                        std::to_string(GPUOS_MAX_OPS) + ")");
     if (!is_identifier(e.op))
-      throw detail::Failure(GPUOS_ERR_INVALID_ARG, "jump table: '" + e.op + "' (slot " + std::to_string(e.slot) +
+      throw common::Failure(GPUOS_ERR_INVALID_ARG, "jump table: '" + e.op + "' (slot " + std::to_string(e.slot) +
                                                        ") is not an operator name");
     if (by_slot[e.slot])
-      throw detail::Failure(GPUOS_ERR_INVALID_ARG, "jump table: slot " + std::to_string(e.slot) +
+      throw common::Failure(GPUOS_ERR_INVALID_ARG, "jump table: slot " + std::to_string(e.slot) +
                                                        " is given to both '" + by_slot[e.slot]->op + "' and '" +
                                                        e.op + "'");
     by_slot[e.slot] = &e;

@@ -1,6 +1,6 @@
 // Registration of the built-in operators under the operator ABI (gpuos/op.cuh). Their ids are fixed by
 // gpuos/builtin_ops.h; the jump table (builtin_table.cu) puts each at its id.
-#include "builtin_ops.cuh"
+#include "kernel/builtin_ops.cuh"
 
 using namespace gpuos::builtin;
 

@@ -3,7 +3,7 @@
 // The host allocates the control block and the pool and launches these; it never touches the metadata.
 #pragma once
 
-#include "tlsf.hpp"
+#include "kernel/tlsf.hpp"
 
 /// Lays out a heap (one thread). *status receives the tlsf::Status of init_layout.
 extern "C" __global__ void gpuos_heap_layout(gpuos::tlsf::Control* c, void* pool, unsigned long long pool_bytes,

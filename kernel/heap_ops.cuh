@@ -8,9 +8,9 @@
 // the image.
 #pragma once
 
-#include "gpuos/abi.h"
 #include "gpuos/op.cuh"
-#include "heap.cuh"
+#include "kernel/heap.cuh"
+#include "kernel/wire.h"
 
 /// LaunchParams::heap of the running launch (nullptr: no heap). Written by block 0 before the grid
 /// synchronizes; read by every tile after it.
@@ -97,28 +97,10 @@ __device__ inline void ctl_tile(const abi::HeapCtlArgs& a, const TileCtx& ctx) {
       r->ptr = 0;
       r->status = tlsf::free(c, reinterpret_cast<void*>(a.a));
       break;
-    case abi::kHeapStats: {
-      const tlsf::Stats s = tlsf::stats(c);
-      abi::HeapStats& o = r->stats;
-      o.pool_bytes = s.pool_bytes;
-      o.used_bytes = s.used_bytes;
-      o.free_bytes = s.free_bytes;
-      o.largest_free = s.largest_free;
-      o.used_blocks = s.used_blocks;
-      o.free_blocks = s.free_blocks;
-      o.allocs = s.allocs;
-      o.frees = s.frees;
-      o.failed_allocs = s.failed_allocs;
-      o.bad_align = s.bad_align;
-      o.too_large = s.too_large;
-      o.bad_free = s.bad_free;
-      o.double_free = s.double_free;
-      o.fragmentation = s.fragmentation;
-      o.arenas = tlsf::arena_count(c);
-      o.checked = (c->flags & tlsf::kChecked) ? 1u : 0u;
+    case abi::kHeapStats:
+      r->stats = tlsf::stats(c);
       r->status = tlsf::kOk;
       break;
-    }
     default:
       r->status = tlsf::kInvalidArg;
   }

@@ -1,5 +1,5 @@
 // The device image built at build time: scheduler, built-in operators and their jump table in one
 // translation unit, compiled to SASS for the configured arch and embedded in libgpuos.
-#include "scheduler.cu"
-#include "builtin_ops.cu"
-#include "builtin_table.cu"
+#include "kernel/scheduler.cu"
+#include "kernel/builtin_ops.cu"
+#include "kernel/builtin_table.cu"

@@ -15,10 +15,10 @@
 #include <cooperative_groups.h>
 #include <cuda/atomic>
 
-#include "gpuos/abi.h"
+#include "kernel/wire.h"
 #include "gpuos/op.cuh"
-#include "window.hpp"
-#include "heap_ops.cuh"
+#include "kernel/window.hpp"
+#include "kernel/heap_ops.cuh"
 
 extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS];
 extern "C" __device__ const unsigned int gpuos_image_abi_version = GPUOS_ABI_VERSION;

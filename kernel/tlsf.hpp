@@ -11,7 +11,7 @@
 // home cannot serve the request. An optional large arena at the end of the pool serves requests bigger
 // than a small arena. A block is always freed into the arena that owns its address.
 //
-// Compiled by g++ (host), nvcc (both passes) and NVRTC: only libcu++ and the gpuos ABI header are used in
+// Compiled by g++ (host) and nvcc (both passes): only libcu++ and the scheduler's wire header are used in
 // code the device compiles; host-only helpers are behind #if !defined(__CUDA_ARCH__).
 // Design, invariants and measurements: docs/allocator.md.
 #ifndef GPUOS_KERNEL_TLSF_HPP
@@ -20,7 +20,7 @@
 #include <cuda/atomic>
 #include <cuda/std/bit>
 
-#include "gpuos/abi.h"
+#include "kernel/wire.h"
 
 #if !defined(__CUDACC_RTC__)
 #include <sched.h>  // sched_yield: host backoff only
@@ -49,7 +49,11 @@
 #endif
 
 namespace gpuos::tlsf {
-using namespace gpuos::abi_std;
+using std::int32_t;
+using std::uint8_t;
+using std::uint16_t;
+using std::uint32_t;
+using std::uint64_t;
 
 // ---- geometry -------------------------------------------------------------------------------------
 /// Block granule and minimum payload alignment: every block starts and ends on 16 bytes.
@@ -173,25 +177,9 @@ struct Options {
 };
 
 /// Heap statistics (a snapshot; each arena is read under its lock).
-struct Stats {
-  uint64_t pool_bytes;
-  uint64_t used_bytes;    ///< bytes of used blocks, headers included
-  uint64_t free_bytes;    ///< bytes of free blocks, headers included
-  uint64_t largest_free;  ///< biggest free block (header included) of any arena
-  uint64_t used_blocks;
-  uint64_t free_blocks;
-  uint64_t allocs;  ///< successful allocations so far
-  uint64_t frees;   ///< successful frees so far
-  uint64_t failed_allocs;
-  uint64_t bad_align;
-  uint64_t too_large;
-  uint64_t bad_free;
-  uint64_t double_free;
-  /// External fragmentation: 1 - sum over arenas of (largest free block) / free bytes. 0 when every
-  /// arena's free space is one block; near 1 when it is scattered into pieces. Per arena, so splitting
-  /// the pool into arenas does not count as fragmentation.
-  double fragmentation;
-};
+/// Heap statistics: gpuos_heap_stats (gpuos/gpuos.h), the one definition the device fills, the wire
+/// carries and the host API returns.
+using Stats = gpuos_heap_stats;
 
 /// Result of check(): ok, or the first violation found with where it was.
 struct CheckResult {
@@ -1160,6 +1148,8 @@ GPUOS_HD GPUOS_TLSF_COLD inline Stats stats(Control* c) {
   s.bad_free = load_relaxed(c->bad_free);
   s.double_free = load_relaxed(c->double_free);
   s.fragmentation = s.free_bytes ? 1.0 - static_cast<double>(largest_sum) / static_cast<double>(s.free_bytes) : 0.0;
+  s.arenas = arena_count(c);
+  s.checked = (c->flags & kChecked) ? 1u : 0u;
   return s;
 }
 

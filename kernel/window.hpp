@@ -9,7 +9,7 @@
 // A pure function, compiled for host and device, so CPU tests pin its bounds.
 #pragma once
 
-#include "gpuos/abi.h"
+#include "kernel/wire.h"
 
 namespace gpuos::kern {
 

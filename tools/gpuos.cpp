@@ -4,6 +4,7 @@
 //   gpuos info [--device N] [--sm-budget S]
 //   gpuos compile FILE...            (tools/ops_cmd.cpp)
 //   gpuos ops --ops-dir DIR          (tools/ops_cmd.cpp)
+//   gpuos config [--markdown]
 //
 // The binary never links libcuda (the runtime's loader dlopens it), so it starts on any machine
 // and reports a missing driver or device with exit status 3.
@@ -30,11 +31,12 @@
 
 #include "gpuos/gpuos.hpp"
 
-#include "cuda_resources.hpp"
-#include "error.hpp"
-#include "json_writer.hpp"
-#include "latency.hpp"
-#include "ops_cmd.hpp"
+#include "common/config.hpp"
+#include "common/error.hpp"
+#include "tools/cuda_support.hpp"
+#include "tools/json_writer.hpp"
+#include "tools/latency.hpp"
+#include "tools/ops_cmd.hpp"
 
 namespace gpuos::tools {
 namespace {
@@ -66,6 +68,7 @@ constexpr const char* kTopHelp =
     "  info   describe the device and the grid gpuos would launch on it\n"
     "  compile  check operator sources with NVRTC (no GPU needed), print the diagnostics\n"
     "  ops    print the operator status of `gpuos run --ops-dir DIR`\n"
+    "  config print the configuration in effect (GPUOS_* variables), or its documentation\n"
     "\n"
     "`gpuos <command> --help` describes a command.\n"
     "\n";
@@ -113,6 +116,15 @@ constexpr const char* kInfoHelp =
     "  --help          this text\n"
     "\n";
 
+constexpr const char* kConfigHelp =
+    "usage: gpuos config [--markdown]\n"
+    "\n"
+    "Prints every setting gpuos reads from the environment with the value a runtime created now would\n"
+    "use and where it comes from (default or environment); a malformed value is an error (exit 2) naming\n"
+    "the variable and what it accepts. --markdown prints the configuration's documentation\n"
+    "(docs/configuration.md is this output).\n"
+    "\n";
+
 /// The one place errors become messages and exit statuses. Exactly one line on stderr (a usage error
 /// adds a hint), so scripts can show it as is.
 int report_error(std::exception_ptr ep) {
@@ -129,7 +141,7 @@ int report_error(std::exception_ptr ep) {
     bool no_device = e.status() == GPUOS_ERR_NO_DEVICE || e.status() == GPUOS_ERR_DRIVER;
     std::fprintf(stderr, "gpuos: error: %s\n", one_line(e.what()).c_str());
     return no_device ? kExitNoDevice : kExitFailed;
-  } catch (const detail::Failure& e) {  // a driver call of the tool's own (GPUOS_CU_TRY)
+  } catch (const common::Failure& e) {  // a driver call of the tool's own (GPUOS_CU_TRY), the JIT, the watcher
     bool no_device = e.status() == GPUOS_ERR_NO_DEVICE || e.status() == GPUOS_ERR_DRIVER;
     std::fprintf(stderr, "gpuos: error: %s\n", one_line(e.what()).c_str());
     return no_device ? kExitNoDevice : kExitFailed;
@@ -352,7 +364,7 @@ HostData make_host_data(std::uint64_t tiny_tasks) {
   return h;
 }
 
-DeviceData make_device_data(const HostData& h, std::uint64_t tiny_tasks, const CopyStream& s) {
+DeviceData make_device_data(const HostData& h, std::uint64_t tiny_tasks, const Stream& s) {
   const std::size_t large_bytes = kLargeElems * sizeof(float);
   DeviceData d;
   d.a = DeviceBuffer(large_bytes);
@@ -625,7 +637,17 @@ void check_large(Checker& c, const HostData& h, const std::array<std::vector<flo
 }
 
 /// The runtime's own accounting must agree with what was submitted.
-std::vector<std::string> check_stats(const Stats& s, const Plan& plan) {
+using PerOp = std::array<std::uint64_t, GPUOS_BUILTIN_OP_COUNT>;
+
+/// Tasks completed per built-in operator, from the runtime's operator list.
+PerOp completed_per_op(const Runtime& rt) {
+  PerOp n{};
+  for (const Runtime::OpInfo& o : rt.list_ops())
+    if (o.kind == GPUOS_OP_KIND_BUILTIN && o.id < n.size()) n[o.id] = o.completed;
+  return n;
+}
+
+std::vector<std::string> check_stats(const Stats& s, const PerOp& per_op, const Plan& plan) {
   std::vector<std::string> problems;
   const std::uint64_t total = plan.tasks.size();
   if (s.submitted != total || s.completed != total)
@@ -633,9 +655,9 @@ std::vector<std::string> check_stats(const Stats& s, const Plan& plan) {
                        std::to_string(s.completed) + ", expected " + std::to_string(total));
   if (s.failed != 0) problems.push_back("stats: " + std::to_string(s.failed) + " tasks failed on the device");
   for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op)
-    if (s.per_op_completed[op] != plan.per_op[op])
+    if (per_op[op] != plan.per_op[op])
       problems.push_back(std::string("stats: ") + gpuos_builtin_op_name(op) + " completed " +
-                         std::to_string(s.per_op_completed[op]) + ", expected " + std::to_string(plan.per_op[op]));
+                         std::to_string(per_op[op]) + ", expected " + std::to_string(plan.per_op[op]));
   return problems;
 }
 
@@ -647,6 +669,7 @@ struct RunReport {
   double wall_s = 0;
   LatencySummary latency_us;
   Stats stats{};
+  PerOp per_op{};
   std::vector<std::string> stats_problems;
   Checker check;
 };
@@ -665,7 +688,7 @@ void print_report(const RunConfig& c, const RunReport& r) {
               r.latency_us.p50, r.latency_us.p99, r.latency_us.max, r.latency_us.count);
   std::printf("per op     ");
   for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op)
-    std::printf(" %s %llu", gpuos_builtin_op_name(op), static_cast<unsigned long long>(r.stats.per_op_completed[op]));
+    std::printf(" %s %llu", gpuos_builtin_op_name(op), static_cast<unsigned long long>(r.per_op[op]));
   std::printf("\n");
   for (const auto& p : r.stats_problems) std::printf("PROBLEM     %s\n", p.c_str());
   if (r.check.ok()) {
@@ -709,7 +732,7 @@ void write_json(const RunConfig& c, const RunReport& r) {
       .field("tasks_per_s", static_cast<double>(r.tasks) / r.wall_s);
   r.latency_us.write(j, "latency_us");
   j.begin_object("per_op_completed");
-  for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op) j.field(gpuos_builtin_op_name(op), r.stats.per_op_completed[op]);
+  for (int op = 0; op < GPUOS_BUILTIN_OP_COUNT; ++op) j.field(gpuos_builtin_op_name(op), r.per_op[op]);
   j.end_object();
   j.array("stats_problems", r.stats_problems);
   j.field("results_ok", r.check.ok()).field("checked_tasks", r.check.checked_tasks);
@@ -728,8 +751,8 @@ int cmd_run(const RunConfig& c) {
   watchdog.phase("querying the device");
   (void)query_device(o);  // no driver or no device: exit 3 before anything else is done
 
-  PrimaryContext ctx(c.device);
-  CopyStream copier;
+  support::PrimaryContext ctx(c.device);
+  Stream copier;
 
   watchdog.phase("preparing buffers");
   const HostData host = make_host_data(c.tasks);
@@ -775,7 +798,8 @@ int cmd_run(const RunConfig& c) {
       for (double ns : res.latency_ns) latency_us.push_back(ns * 1e-3);
     r.latency_us = LatencySummary::of(std::move(latency_us));
     r.stats = rt.stats();
-    r.stats_problems = check_stats(r.stats, plan);
+    r.per_op = completed_per_op(rt);
+    r.stats_problems = check_stats(r.stats, r.per_op, plan);
 
     // Copied while the runtime still runs, as an application would: the copy stream is non-blocking.
     watchdog.phase("copying results back");
@@ -816,6 +840,25 @@ int cmd_run(const RunConfig& c) {
 
 // ---- Entry ------------------------------------------------------------------------------------------
 
+int cmd_config(bool markdown) {
+  if (markdown) {
+    std::fputs(common::markdown().c_str(), stdout);
+    return kExitOk;
+  }
+  common::Config c;
+  try {
+    c = common::Config::from_env();
+  } catch (const common::Failure& e) {
+    throw UsageError(e.what());
+  }
+  const std::vector<std::string> lines = c.describe();
+  const auto& rows = common::rows();
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    std::printf("%-40s %s\n", lines[i].c_str(),
+                c.source_of(rows[i].name) == common::Source::environment ? "(environment)" : "(default)");
+  return kExitOk;
+}
+
 int dispatch(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines reach a log file as they happen
   if (argc < 2) throw UsageError("no command given");
@@ -839,6 +882,19 @@ int dispatch(int argc, char** argv) {
   if (cmd == "info") {
     auto c = parse_info(r);
     return c ? cmd_info(*c) : kExitOk;
+  }
+  if (cmd == "config") {
+    bool markdown = false;
+    while (!r.done()) {
+      const std::string_view a = r.next();
+      if (a == "--help" || a == "-h") {
+        std::fputs(kConfigHelp, stdout);
+        return kExitOk;
+      }
+      if (a != "--markdown") throw UsageError("config: unknown option '" + std::string(a) + "'");
+      markdown = true;
+    }
+    return cmd_config(markdown);
   }
   try {
     if (cmd == "compile") return cmd_compile(std::span<char*>(argv + 2, static_cast<std::size_t>(argc - 2)));

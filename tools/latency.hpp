@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "json_writer.hpp"
+#include "tools/json_writer.hpp"
 
 namespace gpuos::tools {
 

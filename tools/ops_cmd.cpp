@@ -1,4 +1,4 @@
-#include "ops_cmd.hpp"
+#include "tools/ops_cmd.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -9,10 +9,11 @@
 #include <random>
 #include <stdexcept>
 
+#include "common/config.hpp"
+#include "host/watcher.hpp"
 #include "jit/cache.hpp"
 #include "jit/compiler.hpp"
 #include "jit/headers.hpp"
-#include "jit/watcher.hpp"
 
 namespace gpuos::tools {
 
@@ -50,10 +51,12 @@ int cmd_compile(std::span<char*> args) {
     files.push_back(s);
   }
   if (files.empty()) throw std::invalid_argument("compile: no FILE given");
+  const common::Config cfg = common::Config::from_env();
+  jit::set_compile_limit(static_cast<unsigned>(cfg.jit_max_compiles));
   jit::CompileOptions o;
   o.arch = GPUOS_CUDA_ARCH;
-  o.include_dirs = jit::runtime_include_dirs();  // a clear error without the toolkit's CCCL
-  jit::Cache cache;
+  o.include_dirs = jit::runtime_include_dirs(cfg);  // a clear error without the toolkit's CCCL
+  jit::Cache cache(jit::CacheConfig::from(cfg));
   int bad = 0;
   for (const std::string& f : files) {
     const jit::CompileResult r = jit::compile_file(f, o, &cache);
@@ -107,8 +110,8 @@ int cmd_ops(std::span<char*> args) {
 // ---- operator directory ------------------------------------------------------------------------------
 
 struct OpsDir::WatcherBox {
-  WatcherBox(const std::string& dir, jit::WatchOptions o) : w(dir, o) {}
-  jit::Watcher w;
+  WatcherBox(const std::string& dir, detail::WatchOptions o) : w(dir, o) {}
+  detail::Watcher w;
 };
 
 namespace {
@@ -120,13 +123,13 @@ std::string one_line(std::string s) {
 
 OpsDir::OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms) : rt_(rt), dir_(std::move(dir)), debounce_ms_(debounce_ms) {
   if (!fs::is_directory(dir_)) throw std::invalid_argument("--ops-dir: '" + dir_ + "' is not a directory");
-  jit::WatchOptions wo;
+  detail::WatchOptions wo;
   wo.debounce = std::chrono::milliseconds(debounce_ms_);
   wo.report_existing = false;  // loaded below, in one generation
   watcher_ = std::make_unique<WatcherBox>(dir_, wo);
   std::vector<std::string> paths;
   for (const auto& e : fs::directory_iterator(dir_))
-    if (e.is_regular_file() && jit::is_watched_name(e.path().filename().string())) paths.push_back(e.path().string());
+    if (e.is_regular_file() && detail::is_watched_name(e.path().filename().string())) paths.push_back(e.path().string());
   std::sort(paths.begin(), paths.end());
   const auto t0 = std::chrono::steady_clock::now();
   gpuos_generation g{};
@@ -152,19 +155,19 @@ OpsDir::~OpsDir() {
 
 void OpsDir::loop() {
   while (!stop_.load()) {
-    std::vector<jit::WatchEvent> events;
+    std::vector<detail::WatchEvent> events;
     try {
       events = watcher_->w.poll(std::chrono::milliseconds(100));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gpuos: watching %s failed: %s\n", dir_.c_str(), e.what());
       return;
     }
-    for (const jit::WatchEvent& ev : events) {
+    for (const detail::WatchEvent& ev : events) {
       const std::string p = ev.path.string();
       const auto t0 = std::chrono::steady_clock::now();
       try {
         gpuos_generation g;
-        if (ev.kind == jit::WatchEventKind::removed) {
+        if (ev.kind == detail::WatchEventKind::removed) {
           g = rt_.remove_operator_source(p);
           std::printf("ops-dir: %s removed: its operators retired, generation %llu\n", p.c_str(),
                       static_cast<unsigned long long>(g.number));
@@ -173,7 +176,7 @@ void OpsDir::loop() {
           const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
           if (g.changed)
             std::printf("ops-dir: %s %s: generation %llu from ticket %llu (%.1f ms, pause %.0f us)\n", p.c_str(),
-                        jit::to_string(ev.kind), static_cast<unsigned long long>(g.number),
+                        detail::to_string(ev.kind), static_cast<unsigned long long>(g.number),
                         static_cast<unsigned long long>(g.first_ticket), ms, g.pause_ns * 1e-3);
         }
         ++reloads_;
@@ -235,7 +238,7 @@ constexpr size_t kExN = 1u << 18, kExLd = 1024;
 
 OpsDir::ExampleBuffers::ExampleBuffers() : x(kExN * 4), y(kExN * 4), w(kExLd * 4) {}
 
-std::vector<std::string> OpsDir::run_examples(const CopyStream& copier, const ExampleBuffers& buf) {
+std::vector<std::string> OpsDir::run_examples(const Stream& copier, const ExampleBuffers& buf) {
   std::vector<std::string> problems;
   constexpr size_t n = kExN, rows = 64, cols = 1000, ld = kExLd;
   std::mt19937 gen(7);

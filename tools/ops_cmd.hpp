@@ -11,9 +11,12 @@
 
 #include "gpuos/gpuos.hpp"
 
-#include "cuda_resources.hpp"
+#include "tools/cuda_support.hpp"
 
 namespace gpuos::tools {
+
+using support::DeviceBuffer;
+using support::Stream;
 
 extern const char* const kCompileHelp;
 extern const char* const kOpsHelp;
@@ -28,7 +31,7 @@ int cmd_ops(std::span<char*> args);
 std::string status_file_of(const std::string& dir);
 
 /// An operator directory served by a runtime: every *.cu file in it is loaded at construction (one
-/// generation), then a thread watches the directory (jit/watcher.hpp: close-after-write and rename-into,
+/// generation), then a thread watches the directory (host/watcher.hpp: close-after-write and rename-into,
 /// editor temporaries ignored, debounce, content dedupe): a new or changed file loads as a new
 /// generation, a removed one retires its operators. Broken files are logged with file:line and kept in
 /// the status until fixed; the working version keeps serving.
@@ -48,7 +51,7 @@ class OpsDir {
   /// Runs every shipped example operator that is loaded (scale, relu, saxpby, softmax_row,
   /// rmsnorm_row) on generated data and compares with a CPU reference. Returns one line per problem;
   /// prints one line per operator.
-  std::vector<std::string> run_examples(const CopyStream& copier, const ExampleBuffers& buf);
+  std::vector<std::string> run_examples(const Stream& copier, const ExampleBuffers& buf);
   /// Files that failed to load at boot or since (their latest version).
   unsigned failures() const { return failures_.load(); }
   uint64_t reloads() const { return reloads_.load(); }

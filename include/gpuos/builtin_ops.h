@@ -16,21 +16,30 @@
 
 #define GPUOS_ELEMS_PER_TILE 4096u
 
+/* The built-in operators, in id order: the one list (the enum, the names, the device image's jump table
+ * and the tests are generated from it). X(ID, name): */
+#define GPUOS_BUILTIN_OPS(X) \
+  X(GPUOS_OP_NOP, nop)   /* no arguments; dispatch cost only */ \
+  X(GPUOS_OP_FILL, fill) /* out[i] = value */ \
+  X(GPUOS_OP_COPY, copy) /* out[i] = in[i] */ \
+  X(GPUOS_OP_ADD, add)   /* out[i] = a[i] + b[i] */ \
+  X(GPUOS_OP_MUL, mul)   /* out[i] = a[i] * b[i] */ \
+  X(GPUOS_OP_AXPY, axpy) /* y[i] = alpha * x[i] + y[i] */ \
+  X(GPUOS_OP_SUM, sum)   /* *out = sum of x[0..n) (float64 accumulation) */
+
 enum gpuos_builtin_op {
-  GPUOS_OP_NOP = 0,  /* no arguments; dispatch cost only */
-  GPUOS_OP_FILL = 1, /* out[i] = value */
-  GPUOS_OP_COPY = 2, /* out[i] = in[i] */
-  GPUOS_OP_ADD = 3,  /* out[i] = a[i] + b[i] */
-  GPUOS_OP_MUL = 4,  /* out[i] = a[i] * b[i] */
-  GPUOS_OP_AXPY = 5, /* y[i] = alpha * x[i] + y[i] */
-  GPUOS_OP_SUM = 6,  /* *out = sum of x[0..n) (float64 accumulation) */
-  GPUOS_BUILTIN_OP_COUNT = 7
+#define GPUOS_BUILTIN_ENUM_(ID, name) ID,
+  GPUOS_BUILTIN_OPS(GPUOS_BUILTIN_ENUM_)
+#undef GPUOS_BUILTIN_ENUM_
+  GPUOS_BUILTIN_OP_COUNT
 };
 
 #if !defined(__CUDACC_RTC__)
 /* Name of a built-in operator ("add"), or NULL for an id that is not a built-in. */
 static inline const char* gpuos_builtin_op_name(uint32_t id) {
-  static const char* const names[GPUOS_BUILTIN_OP_COUNT] = {"nop", "fill", "copy", "add", "mul", "axpy", "sum"};
+#define GPUOS_BUILTIN_NAME_(ID, name) #name,
+  static const char* const names[GPUOS_BUILTIN_OP_COUNT] = {GPUOS_BUILTIN_OPS(GPUOS_BUILTIN_NAME_)};
+#undef GPUOS_BUILTIN_NAME_
   return id < GPUOS_BUILTIN_OP_COUNT ? names[id] : 0;
 }
 #endif

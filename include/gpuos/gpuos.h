@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "gpuos/builtin_ops.h"
+#include "gpuos/limits.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,11 @@ typedef struct gpuos_options {
   uint32_t heap_arenas; /* independently locked parts of the heap (<= 4096); 0 = automatic: 8 per SM,
                          * each at least 1 MiB. A quarter of heaps >= 16 MiB is one more, large arena. */
   uint32_t heap_flags;  /* GPUOS_HEAP_* */
+  /* Directories of the operator compiler; NULL = the environment's setting or the default
+   * (docs/configuration.md: GPUOS_CACHE_DIR, GPUOS_INCLUDE_DIR, GPUOS_CCCL_DIR). Copied at create. */
+  const char* cache_dir;   /* compile cache; "off" = memory only */
+  const char* include_dir; /* holds gpuos/op.cuh */
+  const char* cccl_dir;    /* CCCL (libcu++) headers */
 } gpuos_options;
 
 /* heap_flags: verify every free against the boundary tags of the block and its neighbours, so that
@@ -114,9 +120,9 @@ typedef struct gpuos_stats {
   uint64_t failed;      /* tasks the device rejected */
   uint64_t queue_depth; /* submitted - completed */
   uint64_t heartbeat;   /* the kernel's front-end loop counter (moves while the kernel runs) */
-  uint64_t launches;    /* kernel launches so far (1 + resumes) */
-  uint64_t per_op_completed[GPUOS_BUILTIN_OP_COUNT];
+  uint64_t launches;    /* kernel launches so far (1 + resumes + switches) */
 } gpuos_stats;
+/* Per-operator counts are in gpuos_op_info (gpuos_list_ops). */
 
 GPUOS_API gpuos_status gpuos_get_stats(gpuos_runtime* rt, gpuos_stats* out);
 
@@ -210,7 +216,7 @@ GPUOS_API gpuos_status gpuos_get_device_info(gpuos_runtime* rt, gpuos_device_inf
  *
  * Operator ids are stable per name: a new name gets the next free id >= GPUOS_BUILTIN_OP_COUNT; loading
  * a changed source keeps its operators' ids. Thread-safe; loads are serialized. Environment: the CUDA
- * toolkit's CCCL headers (GPUOS_CCCL_DIR overrides where), GPUOS_CACHE_DIR (compile cache). */
+ * toolkit's CCCL headers and a compile cache: gpuos_options' directories, docs/configuration.md. */
 
 typedef struct gpuos_generation {
   uint64_t number;       /* 0 = the built-in image the runtime booted with */
@@ -281,6 +287,8 @@ typedef struct gpuos_op_info {
   uint64_t generation; /* generation its serving version came with (0: built in) */
   char source[256];    /* source name (path) of a loaded operator, "" otherwise */
   char error[1024];    /* "" when the latest version of its source serves; else why it did not (file:line) */
+  uint64_t completed;  /* tasks submitted under this id that completed (ran or were rejected) */
+  uint64_t failed;     /* ... of which the device rejected */
 } gpuos_op_info;
 
 /* Writes up to `capacity` rows (built-ins, loaded operators, aliases, failed sources) to `out` and the

@@ -53,7 +53,7 @@ struct Task {
   std::uint32_t op = GPUOS_OP_NOP;
   std::uint32_t tiles = 1;
   std::uint32_t arg_bytes = 0;
-  alignas(8) unsigned char args[88] = {};
+  alignas(8) unsigned char args[GPUOS_MAX_ARG_BYTES] = {};
 
   template <class Args>
   static Task make(std::uint32_t op, std::uint32_t tiles, const Args& a) {

@@ -22,7 +22,8 @@
 #ifndef GPUOS_OP_CUH
 #define GPUOS_OP_CUH
 
-#include "gpuos/abi.h"
+#include "gpuos/limits.h"
+#include "gpuos/op_entry.h"
 
 #include <cuda/std/type_traits>
 
@@ -49,7 +50,7 @@ struct TileCtx {
 /// How an operator's adapter goes on claiming tiles of a large task once the batch it was called with is
 /// done (the scheduler's: it lives in the block's shared memory; operators never touch it).
 struct TileClaims {
-  unsigned long long* word;  ///< the task's claim word (abi.h, DqEntry::claim)
+  unsigned long long* word;  ///< the task's claim word: (tiles not yet claimed, signed) << 32 | ticket
   unsigned long long slot;   ///< thread 0 hands a claim's result to the block through this
   unsigned int take;         ///< tiles the next claim asks for
   unsigned int left;         ///< tiles the block's last claim left unclaimed
@@ -58,50 +59,20 @@ struct TileClaims {
   unsigned int max;          ///< ... at most max, at least 1
 };
 
-/// The jump-table signature of an operator's tiles: runs `count` tiles of the task on the calling block,
-/// ctx.tile, ctx.tile - 1, ..., ctx.tile - count + 1, with a barrier between consecutive tiles. The loop
-/// is compiled inside each operator's adapter (GPUOS_OPERATOR), so a block that claimed a batch of tiles
-/// pays one call, one save and one restore of the callee's registers, per batch (docs/benchmarks.md,
-/// Large task: per tile, that stack traffic cost ~20% of a large element-wise task's bandwidth). The
-/// scheduler calls it for a task's only tile and for a batch it claimed alone: it touches no stack
-/// beyond what the operator's own code needs (a nop's adapter none).
-using TileRangeFn = void (*)(const void* args, const TileCtx& ctx, unsigned int count);
-/// The jump-table signature of a large task's tiles: runs `count` (>= 1) tiles as TileRangeFn does, then
-/// claims and runs more of the task's tiles as `claims` says until none is left (detail::run_claimed),
-/// and returns the number of tiles it ran (the same in every thread). A block pays one call per task,
-/// however many claims it makes (docs/benchmarks.md, seventh session: one call per claimed batch cost
-/// 4-10% of a large add's bandwidth, and pushed the batches to be large and the blocks' ends uneven).
-using TileClaimFn = unsigned int (*)(const void* args, const TileCtx& ctx, unsigned int count, TileClaims* claims);
-/// The signature of a finish function's adapter.
-using TileFn = void (*)(const void* args, const TileCtx& ctx);
-
-/// One row of an image's jump table.
-struct OpEntry {
-  TileRangeFn tile;    ///< nullptr: no operator at this id
-  TileClaimFn claim;   ///< the same tiles, claiming on (a large task)
-  TileFn finish;       ///< nullptr: none
-  unsigned int arg_bytes;
-  unsigned int flags;  ///< GPUOS_OP_* flags
-};
-// The host reads rows and arg_bytes by offset (host/runtime.hpp, OpEntryRow); NVRTC's offsetof is not a
-// constant expression, nvcc checks the offset.
-static_assert(sizeof(OpEntry) == 32, "OpEntry layout");
-#if !defined(__CUDACC_RTC__)
-static_assert(offsetof(OpEntry, arg_bytes) == 24, "OpEntry layout");
-#endif
+// The jump-table signatures (gpuos/op_entry.h). TileRangeFn runs `count` tiles of the task on the
+// calling block, ctx.tile, ctx.tile - 1, ..., ctx.tile - count + 1, with a barrier between consecutive
+// tiles. The loop is compiled inside each operator's adapter (GPUOS_OPERATOR), so a block that claimed a
+// batch of tiles pays one call, one save and one restore of the callee's registers, per batch (per
+// tile, that stack traffic cost ~20% of a large element-wise task's bandwidth, docs/benchmarks.md). The
+// scheduler calls it for a task's only tile and for a batch it claimed alone: it touches no stack beyond
+// what the operator's own code needs (a nop's adapter none).
+// TileClaimFn, for a large task: runs `count` (>= 1) tiles as TileRangeFn does, then claims and runs more
+// of the task's tiles as `claims` says until none is left (detail::run_claimed), and returns the number
+// of tiles it ran (the same in every thread). A block pays one call per task, however many claims it
+// makes (one call per claimed batch cost 4-10% of a large add's bandwidth and pushed the batches to be
+// large and the blocks' ends uneven, docs/benchmarks.md).
 
 }  // namespace gpuos
-
-/// OpEntry::flags: the operator writes memory the GPU reaches over the bus (mapped pinned host memory,
-/// a peer GPU's memory). Its completion record is then released at system scope, so the host sees
-/// those writes once it sees the record. Without the flag the release is at device scope: enough for
-/// device memory (which the host reads with copies, through the same L2), and cheaper.
-#define GPUOS_OP_HOST_WRITES 1u
-/// OpEntry::flags: the operator writes no memory at all (a nop, a marker task). Its completion record
-/// then goes out without a release fence (measured on an H100: the record of a lone nop is written
-/// ~0.25 us sooner). An operator with this flag that does write may have its writes seen after its
-/// completion: do not set it on anything that stores.
-#define GPUOS_OP_NO_WRITES 2u
 
 // ---- the device heap --------------------------------------------------------------------------------
 // Defined by the resident kernel's image (kernel/heap_ops.cuh), so an operator compiled later with NVRTC
@@ -154,7 +125,7 @@ __device__ __forceinline__ unsigned long long claim_issue(unsigned long long* wo
 /// tiles (later about (tiles left) / (spread x grid), clamped to [1, claims->max]), each issued as the
 /// previous batch starts while a grid's worth of tiles is unclaimed (after it, once fewer are), until a
 /// claim finds no tile or takes the last ones. The claim word's
-/// high half is the task's remaining tile count (abi.h, DqEntry::claim); a claim that saw `rem` > 0
+/// high half is the task's remaining tile count (TileClaims::word); a claim that saw `rem` > 0
 /// owns tiles rem - 1 down to rem - got. The claim's result register is first read after the batch:
 /// the tiles run while it is in flight.
 template <class Run>

@@ -1,11 +1,11 @@
 // A device image for the allocator tests: the resident kernel and the built-in operators (the very code
 // of kernel/image.cu) plus operators that call gpuos::dev::malloc / free. The test executable embeds
 // it as gpuos_image_cubin, so the runtime boots it like the built-in image.
-#include "scheduler.cu"
-#include "builtin_ops.cu"
-#include "builtin_entries.cuh"
+#include "kernel/scheduler.cu"
+#include "kernel/builtin_ops.cu"
+#include "kernel/builtin_entries.cuh"
 
-#include "alloc_test_ops.h"
+#include "tests/gpu/alloc_test_ops.h"
 
 namespace {
 
@@ -136,6 +136,6 @@ GPUOS_OPERATOR(alloc_exhaust, alloc_exhaust_args, exhaust_tile)
 static_assert(ALLOC_TEST_STRESS == GPUOS_BUILTIN_OP_COUNT && ALLOC_TEST_EXHAUST == 10,
               "the table below lists the operators in id order");
 extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS] = {
-    GPUOS_BUILTIN_TABLE_ROWS, &gpuos_op_alloc_stress_entry, &gpuos_op_alloc_keep_entry,
+    GPUOS_BUILTIN_TABLE_ROWS &gpuos_op_alloc_stress_entry, &gpuos_op_alloc_keep_entry,
     &gpuos_op_alloc_release_entry, &gpuos_op_alloc_exhaust_entry,
 };

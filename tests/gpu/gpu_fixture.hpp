@@ -1,6 +1,7 @@
-// Shared pieces of the GPU suites: device buffers and copies through the driver (the runtime's own
-// loaded driver table), on a non-blocking stream so they never wait for the resident kernel.
-// Buffers must outlive the Runtime (declare them first): freeing device memory needs an idle device.
+// Shared pieces of the GPU suites: device buffers and copies (tools/cuda_support.hpp: the runtime's own
+// driver loader, a non-blocking stream that never waits for the resident kernel), data, and the waits
+// that report the runtime's state when they time out. Buffers must outlive the Runtime (declare them
+// first): freeing device memory needs an idle device.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -13,39 +14,31 @@
 #include <thread>
 #include <vector>
 
-#include <cuda.h>
-
 #include "gpuos/gpuos.hpp"
+#include "tools/cuda_support.hpp"
 
 namespace gpuos::test {
 
-/// Retains device 0's primary context (the one the runtime uses) and makes it current.
-void use_device(int ordinal = 0);
+using support::copy_to_device;
+using support::copy_to_host;
+using support::use_device;
 
-class DeviceBuffer {
+/// A device array of floats (tools/cuda_support.hpp): declare it before the Runtime, so it outlives it.
+class DeviceBuffer : public support::DeviceArray<float> {
  public:
-  explicit DeviceBuffer(size_t floats);
-  ~DeviceBuffer();
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  float* get() const { return reinterpret_cast<float*>(ptr_); }
-  size_t size() const { return n_; }
-  void upload(const std::vector<float>& h, size_t offset = 0);
-  std::vector<float> download(size_t count, size_t offset = 0) const;
-  std::vector<float> download() const { return download(n_); }
-
- private:
-  CUdeviceptr ptr_ = 0;
-  size_t n_ = 0;
+  explicit DeviceBuffer(std::size_t floats) : DeviceArray((use_device(), floats)) {}
 };
 
-/// Copies between host memory and any device pointer (e.g. a block of the gpuos heap), on a
-/// non-blocking stream, synchronously.
-void copy_to_device(void* dst, const void* src, size_t bytes);
-void copy_to_host(void* dst, const void* src, size_t bytes);
-
 /// Deterministic random floats in [-1, 1).
-std::vector<float> random_floats(size_t n, uint64_t seed);
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed);
+
+/// Tasks of operator `op` the runtime counted as completed (its row of list_ops).
+inline std::uint64_t completed_of(const Runtime& rt, std::uint32_t op) {
+  for (const Runtime::OpInfo& o : rt.list_ops())
+    if (o.id == op) return o.completed;
+  FAIL_CHECK("no operator with id " << op << " in list_ops");
+  return 0;
+}
 
 /// Drains with a deadline; on timeout fails with the runtime's state report (gpuos_diagnose), twice,
 /// 200 ms apart, so the report shows what still moves.

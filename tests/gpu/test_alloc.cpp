@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "alloc_test_ops.h"
-#include "gpu_fixture.hpp"
-#include "gpuos/abi.h"
-#include "../../kernel/tlsf.hpp"
+#include "tests/gpu/alloc_test_ops.h"
+#include "tests/gpu/gpu_fixture.hpp"
+#include "kernel/wire.h"
+#include "kernel/tlsf.hpp"
 
 using namespace gpuos;
 using namespace std::chrono_literals;

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "gpu_fixture.hpp"
-#include "gpuos/abi.h"
+#include "tests/gpu/gpu_fixture.hpp"
+#include "kernel/wire.h"
 
 using namespace gpuos;
 using namespace std::chrono_literals;

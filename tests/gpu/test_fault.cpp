@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_fixture.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
 
 using namespace gpuos;
 using namespace std::chrono_literals;

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpu_fixture.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
 
 using namespace gpuos;
 using namespace std::chrono_literals;
@@ -21,7 +21,7 @@ TEST_CASE("boot, run a nop, shut down") {
   const Stats s = rt.stats();
   CHECK(s.submitted == 1);
   CHECK(s.completed == 1);
-  CHECK(s.per_op_completed[GPUOS_OP_NOP] == 1);
+  CHECK(test::completed_of(rt, GPUOS_OP_NOP) == 1);
   CHECK(s.launches == 1);
 }
 
@@ -56,7 +56,7 @@ TEST_CASE("eight threads submit concurrently: every task runs exactly once") {
     const Stats s = rt.stats();
     CHECK(s.submitted == n);
     CHECK(s.completed == n);
-    CHECK(s.per_op_completed[GPUOS_OP_AXPY] == n);
+    CHECK(test::completed_of(rt, GPUOS_OP_AXPY) == n);
     CHECK(s.queue_depth == 0);
   }
   const std::vector<float> h = y.download();

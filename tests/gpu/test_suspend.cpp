@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpu_fixture.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
 
 using namespace gpuos;
 using namespace std::chrono_literals;

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "../gpu/gpu_fixture.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
 
 namespace gpuos::test {
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "switch_util.hpp"
+#include "tests/switch/switch_util.hpp"
 
 using namespace gpuos;
 using namespace std::chrono_literals;

@@ -1,4 +1,4 @@
 // The resident kernel and the built-in operators without their jump table (kernel/image.cu minus
 // builtin_table.cu), as an LTO object: the JIT link tests link it with a generated table.
-#include "scheduler.cu"
-#include "builtin_ops.cu"
+#include "kernel/scheduler.cu"
+#include "kernel/builtin_ops.cu"

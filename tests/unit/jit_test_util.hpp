@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "common/config.hpp"
+#include "jit/compiler.hpp"
+#include "jit/headers.hpp"
+
 namespace gpuos::jit::test {
 
 namespace fs = std::filesystem;
@@ -56,6 +60,15 @@ inline fs::path examples_dir() { return GPUOS_JIT_TEST_EXAMPLES; }
 inline fs::path sched_stub_object() { return GPUOS_JIT_TEST_SCHED; }
 inline fs::path kernel_object() { return GPUOS_JIT_TEST_KERNEL; }
 inline unsigned test_arch() { return GPUOS_JIT_TEST_ARCH; }
+
+/// Compile options for the test arch, with the operator headers and CCCL of the environment's
+/// configuration (the embedded headers written out, the toolkit's CCCL).
+inline CompileOptions test_compile_options() {
+  CompileOptions o;
+  o.arch = test_arch();
+  o.include_dirs = runtime_include_dirs(common::Config::from_env());
+  return o;
+}
 
 /// A minimal valid operator source declaring `name`.
 inline std::string op_source(const std::string& name, const std::string& extra = {}) {

@@ -2,6 +2,8 @@
 // damaged files that are detected and never used, LRU eviction within the bound, atomic writes.
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include <sys/stat.h>
 
 #include <chrono>
@@ -11,18 +13,14 @@
 
 #include "jit/cache.hpp"
 #include "jit/compiler.hpp"
-#include "jit_test_util.hpp"
+#include "tests/unit/jit_test_util.hpp"
 
 using namespace gpuos::jit;
 using namespace gpuos::jit::test;
 
 namespace {
 
-CompileOptions copts() {
-  CompileOptions o;
-  o.arch = test_arch();
-  return o;
-}
+CompileOptions copts() { return test_compile_options(); }
 
 CacheConfig disk_config(const fs::path& dir) {
   CacheConfig c;
@@ -33,24 +31,6 @@ CacheConfig disk_config(const fs::path& dir) {
 std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
 Hash128 key(std::uint64_t n) { return Hash128{n, ~n}; }
-
-/// Sets (or unsets) an environment variable for the scope.
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 int temp_files(const fs::path& dir) {
   int n = 0;
@@ -269,33 +249,28 @@ TEST_CASE("jit cache: the memory tier is bounded and LRU too") {
   CHECK_FALSE(c.get(key(23)).has_value());
 }
 
-TEST_CASE("jit cache: the directory comes from GPUOS_CACHE_DIR, XDG_CACHE_HOME or HOME") {
-  {
-    EnvVar a("GPUOS_CACHE_DIR", "/custom/dir");
-    EnvVar b("XDG_CACHE_HOME", "/xdg");
-    CHECK(CacheConfig::from_env().dir == fs::path("/custom/dir"));
-  }
-  {
-    EnvVar a("GPUOS_CACHE_DIR", "");
-    EnvVar b("XDG_CACHE_HOME", "/xdg");
-    CHECK(CacheConfig::from_env().dir == fs::path("/xdg/gpuos"));
-  }
-  {
-    EnvVar a("GPUOS_CACHE_DIR", nullptr);
-    EnvVar b("XDG_CACHE_HOME", "relative/ignored");
-    EnvVar h("HOME", "/home/someone");
-    CHECK(CacheConfig::from_env().dir == fs::path("/home/someone/.cache/gpuos"));
-  }
-  {
-    EnvVar a("GPUOS_CACHE_DIR", nullptr);
-    EnvVar b("XDG_CACHE_HOME", nullptr);
-    EnvVar h("HOME", nullptr);
-    CHECK_FALSE(CacheConfig::from_env().dir.has_value());
-  }
-  {
-    EnvVar m("GPUOS_CACHE_MAX_BYTES", "64M");
-    CHECK(CacheConfig::from_env().disk_limit_bytes == 64ull << 20);
-  }
+TEST_CASE("jit cache: the directory comes from the configuration, XDG_CACHE_HOME or HOME") {
+  using gpuos::common::Config;
+  auto env = [](std::map<std::string, const char*> vars) {
+    return [vars](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second;
+    };
+  };
+  Config custom;
+  custom.cache_dir = "/custom/dir";
+  CHECK(CacheConfig::from(custom, env({{"XDG_CACHE_HOME", "/xdg"}})).dir == fs::path("/custom/dir"));
+  CHECK(CacheConfig::from(Config{}, env({{"XDG_CACHE_HOME", "/xdg"}})).dir == fs::path("/xdg/gpuos"));
+  CHECK(CacheConfig::from(Config{}, env({{"XDG_CACHE_HOME", "relative/ignored"}, {"HOME", "/home/someone"}})).dir ==
+        fs::path("/home/someone/.cache/gpuos"));
+  CHECK_FALSE(CacheConfig::from(Config{}, env({})).dir.has_value());
+  Config off;
+  off.cache_dir = "off";
+  CHECK_FALSE(CacheConfig::from(off, env({{"HOME", "/home/someone"}})).dir.has_value());
+  // Through the configuration table, as a runtime reads it.
+  const Config from_env = Config::from_env(env({{"GPUOS_CACHE_DIR", "/c"}, {"GPUOS_CACHE_MAX_BYTES", "64M"}}));
+  CHECK(CacheConfig::from(from_env, env({})).dir == fs::path("/c"));
+  CHECK(CacheConfig::from(from_env, env({})).disk_limit_bytes == 64ull << 20);
 }
 
 TEST_CASE("jit cache: an unusable directory degrades to memory only, counted") {

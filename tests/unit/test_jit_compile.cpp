@@ -7,18 +7,14 @@
 
 #include "jit/compiler.hpp"
 #include "jit/jit_error.hpp"
-#include "jit_test_util.hpp"
+#include "tests/unit/jit_test_util.hpp"
 
 using namespace gpuos::jit;
 using namespace gpuos::jit::test;
 
 namespace {
 
-CompileOptions opts() {
-  CompileOptions o;
-  o.arch = test_arch();
-  return o;
-}
+CompileOptions opts() { return test_compile_options(); }
 
 const Diagnostic* first_error(const CompileResult& r) {
   for (const Diagnostic& d : r.diagnostics)
@@ -271,12 +267,14 @@ TEST_CASE("jit: the compile options are the documented ones") {
   const std::vector<std::string> v = nvrtc_options(o, "/src");
   CHECK(v == std::vector<std::string>{"-arch=sm_90", "-rdc=true", "-dlto", "-std=c++20", "-lineinfo", "-I/src",
                                       "-I/inc", "-DN=4", "-use_fast_math"});
-  CHECK(CompileOptions{}.include_dirs == default_include_dirs());
-  CHECK(default_include_dirs().size() == 2);
+  CHECK(CompileOptions{}.include_dirs.empty());  // constructing options writes nothing
+  CHECK(runtime_include_dirs(gpuos::common::Config{}).size() == 2);
 }
 
 TEST_CASE("jit: concurrent compiles never exceed the bound") {
+  set_compile_limit(2);
   const unsigned limit = max_concurrent_compiles();
+  CHECK(limit == 2);
   CHECK(limit >= 1);
   const unsigned n = 2 * limit + 1;
   std::vector<CompileResult> results(n);
@@ -296,7 +294,7 @@ TEST_CASE("jit: NVRTC and nvJitLink failures throw with the API's error name and
   try {
     GPUOS_NVRTC_TRY(nvrtcCompileProgram(nullptr, 0, nullptr));
     FAIL("no exception");
-  } catch (const gpuos::detail::Failure& f) {
+  } catch (const gpuos::common::Failure& f) {
     CHECK(contains(f.what(), "nvrtcCompileProgram(nullptr, 0, nullptr) failed: NVRTC_ERROR_INVALID_PROGRAM"));
     CHECK(contains(f.what(), "test_jit_compile.cpp:"));
     CHECK(f.status() == GPUOS_ERR_INTERNAL);
@@ -305,14 +303,14 @@ TEST_CASE("jit: NVRTC and nvJitLink failures throw with the API's error name and
   try {
     GPUOS_NVJITLINK_TRY(nvJitLinkCreate(nullptr, 0, nullptr));
     FAIL("no exception");
-  } catch (const gpuos::detail::Failure& f) {
+  } catch (const gpuos::common::Failure& f) {
     CHECK(contains(f.what(), "nvJitLinkCreate(nullptr, 0, nullptr) failed: NVJITLINK_ERROR_"));
     CHECK(contains(f.what(), "test_jit_compile.cpp:"));
   }
-  CHECK(gpuos::detail::nvjitlink_error_name(NVJITLINK_ERROR_PTX_COMPILE) == "NVJITLINK_ERROR_PTX_COMPILE");
-  CHECK(gpuos::detail::nvjitlink_error_name(static_cast<nvJitLinkResult>(999)) == "nvJitLinkResult 999");
-  CHECK(gpuos::detail::status_of(NVJITLINK_ERROR_UNSUPPORTED_ARCH) == GPUOS_ERR_UNSUPPORTED);
-  CHECK(gpuos::detail::status_of(NVRTC_ERROR_OUT_OF_MEMORY) == GPUOS_ERR_OUT_OF_MEMORY);
+  CHECK(gpuos::jit::nvjitlink_error_name(NVJITLINK_ERROR_PTX_COMPILE) == "NVJITLINK_ERROR_PTX_COMPILE");
+  CHECK(gpuos::jit::nvjitlink_error_name(static_cast<nvJitLinkResult>(999)) == "nvJitLinkResult 999");
+  CHECK(gpuos::jit::status_of(NVJITLINK_ERROR_UNSUPPORTED_ARCH) == GPUOS_ERR_UNSUPPORTED);
+  CHECK(gpuos::jit::status_of(NVRTC_ERROR_OUT_OF_MEMORY) == GPUOS_ERR_OUT_OF_MEMORY);
 }
 
 TEST_CASE("jit: the toolchain versions are those of CUDA 13") {

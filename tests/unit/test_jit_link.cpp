@@ -4,14 +4,14 @@
 
 #include <cstring>
 
-#include "gpuos/abi.h"
+#include "kernel/wire.h"
 #include "gpuos/builtin_ops.h"
-#include "host/error.hpp"
+#include "common/error.hpp"
 #include "jit/cache.hpp"
 #include "jit/image.hpp"
 #include "jit/linker.hpp"
 #include "jit/table.hpp"
-#include "jit_test_util.hpp"
+#include "tests/unit/jit_test_util.hpp"
 
 using namespace gpuos::jit;
 using namespace gpuos::jit::test;
@@ -20,11 +20,7 @@ namespace {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-CompileOptions copts() {
-  CompileOptions o;
-  o.arch = test_arch();
-  return o;
-}
+CompileOptions copts() { return test_compile_options(); }
 
 LinkOptions lopts() {
   LinkOptions o;
@@ -136,7 +132,7 @@ TEST_CASE("jit link: the Linker steps one by one") {
   INFO(r.error_log);
   REQUIRE(r.ok);
   CHECK(elf_defines_symbol(r.cubin, "gpuos_op_scale_entry"));
-  CHECK_THROWS_AS(l.finish(), gpuos::detail::Failure);
+  CHECK_THROWS_AS(l.finish(), gpuos::common::Failure);
 }
 
 TEST_CASE("jit link: a table naming an operator no input defines fails with the undefined symbol") {
@@ -225,7 +221,7 @@ TEST_CASE("jit link: jump-table source and its validation") {
   auto status = [](std::vector<TableEntry> t) {
     try {
       table_source(t);
-    } catch (const gpuos::detail::Failure& f) {
+    } catch (const gpuos::common::Failure& f) {
       return f.status();
     }
     return GPUOS_OK;

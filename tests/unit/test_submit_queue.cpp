@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "submit_queue.hpp"
+#include "host/submit_queue.hpp"
 
 using namespace gpuos;
 using namespace gpuos::detail;

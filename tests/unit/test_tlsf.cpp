@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../kernel/tlsf.hpp"
+#include "kernel/tlsf.hpp"
 
 namespace tlsf = gpuos::tlsf;
 using std::uint32_t;

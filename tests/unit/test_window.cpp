@@ -3,7 +3,7 @@
 
 #include <initializer_list>
 
-#include "../../kernel/window.hpp"
+#include "kernel/window.hpp"
 
 using gpuos::kern::kMaxWindow;
 using gpuos::kern::next_window;

@@ -20,7 +20,7 @@
 
 #include "jit/hash.hpp"
 
-namespace gpuos::jit {
+namespace gpuos::detail {
 
 enum class WatchEventKind { added, changed, removed };
 
@@ -28,7 +28,7 @@ struct WatchEvent {
   WatchEventKind kind;
   std::filesystem::path path;  ///< <dir>/<name>
   std::string content;         ///< the bytes that were hashed (empty for removed): compile these
-  Hash128 hash;                ///< of content (zero for removed)
+  jit::Hash128 hash;                ///< of content (zero for removed)
 };
 
 const char* to_string(WatchEventKind k);
@@ -73,7 +73,7 @@ class Watcher {
   int fd_ = -1;
   int wd_ = -1;
   std::map<std::string, Clock::time_point> pending_;  // name -> when it may settle
-  std::map<std::string, Hash128> known_;              // name -> hash of the content last reported
+  std::map<std::string, jit::Hash128> known_;              // name -> hash of the content last reported
 };
 
-}  // namespace gpuos::jit
+}  // namespace gpuos::detail

@@ -7,11 +7,11 @@
 #include <chrono>
 #include <thread>
 
-#include "host/error.hpp"
-#include "jit/watcher.hpp"
-#include "jit_test_util.hpp"
+#include "common/error.hpp"
+#include "host/watcher.hpp"
+#include "tests/unit/jit_test_util.hpp"
 
-using namespace gpuos::jit;
+using namespace gpuos::detail;
 using namespace gpuos::jit::test;
 using namespace std::chrono_literals;
 
@@ -52,7 +52,7 @@ TEST_CASE("jit watcher: add, change, same-content rewrite, remove") {
   CHECK(ev[0].kind == WatchEventKind::added);
   CHECK(ev[0].path == dir / "op.cu");
   CHECK(ev[0].content == "v1");
-  CHECK(ev[0].hash == hash128("v1"));
+  CHECK(ev[0].hash == gpuos::jit::hash128("v1"));
 
   write_file(dir / "op.cu", "v2");
   ev = collect(w);
@@ -154,7 +154,7 @@ TEST_CASE("jit watcher: files present at start are reported as added on the firs
 }
 
 TEST_CASE("jit watcher: a missing directory is an error; a deleted one reports its files removed") {
-  CHECK_THROWS_AS(Watcher("/nonexistent/gpuos/dir"), gpuos::detail::Failure);
+  CHECK_THROWS_AS(Watcher("/nonexistent/gpuos/dir"), gpuos::common::Failure);
   auto dir = std::make_unique<ScratchDir>("vanish");
   Watcher w(dir->path(), quick());
   write_file(*dir / "op.cu", "x");

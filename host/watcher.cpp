@@ -1,4 +1,4 @@
-#include "jit/watcher.hpp"
+#include "host/watcher.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "host/error.hpp"
+#include "common/error.hpp"
 
-namespace gpuos::jit {
+namespace gpuos::detail {
 namespace {
 
 constexpr std::uint32_t kMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |
@@ -69,13 +69,13 @@ bool is_watched_name(std::string_view n) {
 Watcher::Watcher(std::filesystem::path dir, WatchOptions o) : dir_(std::move(dir)), opt_(o) {
   fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd_ < 0)
-    throw detail::Failure(GPUOS_ERR_INTERNAL, std::string("inotify_init1 failed: ") + std::strerror(errno));
+    throw common::Failure(GPUOS_ERR_INTERNAL, std::string("inotify_init1 failed: ") + std::strerror(errno));
   wd_ = ::inotify_add_watch(fd_, dir_.c_str(), kMask);
   if (wd_ < 0) {
     const int e = errno;
     ::close(fd_);
     fd_ = -1;
-    throw detail::Failure(GPUOS_ERR_INVALID_ARG,
+    throw common::Failure(GPUOS_ERR_INVALID_ARG,
                           "cannot watch directory " + dir_.string() + ": " + std::strerror(e));
   }
   // Files present now: looked at on the first poll, without waiting for the quiet period (they were
@@ -145,7 +145,7 @@ std::vector<WatchEvent> Watcher::settle(Clock::time_point now) {
     const ReadStatus st = wd_ >= 0 ? read_file(ev.path, ev.content) : ReadStatus::absent;
     auto known = known_.find(name);
     if (st == ReadStatus::ok) {
-      ev.hash = hash128(ev.content);
+      ev.hash = jit::hash128(ev.content);
       if (known != known_.end() && known->second == ev.hash) continue;  // same bytes: nothing to do
       ev.kind = known == known_.end() ? WatchEventKind::added : WatchEventKind::changed;
       known_[name] = ev.hash;
@@ -177,4 +177,4 @@ std::vector<WatchEvent> Watcher::poll(std::chrono::milliseconds timeout) {
   }
 }
 
-}  // namespace gpuos::jit
+}  // namespace gpuos::detail

@@ -1,10 +1,8 @@
-#include "error.hpp"
+#include "host/cu_check.hpp"
 
-#include "driver.hpp"
+#include "host/driver.hpp"
 
 namespace gpuos::detail {
-
-void fail(gpuos_status s, std::string msg) { throw Failure(s, std::move(msg)); }
 
 std::string cu_error_name(CUresult r) {
   const char* name = nullptr;

@@ -1,7 +1,7 @@
-// gpuos ABI: every layout shared between the host runtime and the resident kernel.
+// The scheduler's wire format: every layout the host runtime and the resident kernel share. Internal:
+// not installed (operators see gpuos/op.cuh, embedders gpuos/gpuos.h).
 //
-// Compiled by the host C++ compiler, by nvcc and by NVRTC alike, so it includes nothing from the host
-// standard library when NVRTC compiles it. All structs are POD; sizes and offsets are pinned by
+// Compiled by the host C++ compiler and by nvcc. All structs are POD; sizes and offsets are pinned by
 // static_assert, and GPUOS_ABI_VERSION is checked at run time against the device image.
 //
 // The submission ring lives in mapped pinned host memory. Every GPU read of it is a PCIe round trip, so
@@ -9,30 +9,14 @@
 // a 128-byte slot is 8 chunks of 16 bytes, each chunk carries 12 payload bytes and a 4-byte stamp, the
 // host writes each chunk with one 16-byte store, and the device reads all 8 chunks at once. The slot is
 // ready when all 8 stamps equal the stamp expected for the ticket; a torn or stale slot never matches.
-#ifndef GPUOS_ABI_H
-#define GPUOS_ABI_H
+#ifndef GPUOS_KERNEL_WIRE_H
+#define GPUOS_KERNEL_WIRE_H
 
-#if defined(__CUDACC_RTC__)
-#include <cuda/std/cstdint>
-#include <cuda/std/cstddef>
-namespace gpuos::abi_std {
-using cuda::std::int32_t;
-using cuda::std::uint8_t;
-using cuda::std::uint16_t;
-using cuda::std::uint32_t;
-using cuda::std::uint64_t;
-}  // namespace gpuos::abi_std
-#else
 #include <cstddef>
 #include <cstdint>
-namespace gpuos::abi_std {
-using std::int32_t;
-using std::uint8_t;
-using std::uint16_t;
-using std::uint32_t;
-using std::uint64_t;
-}  // namespace gpuos::abi_std
-#endif
+
+#include "gpuos/gpuos.h"
+#include "gpuos/limits.h"
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define GPUOS_HD __host__ __device__
@@ -41,25 +25,8 @@ using std::uint64_t;
 #endif
 
 /// Bumped on any change to a layout in this file; the image and the host must agree.
-#define GPUOS_ABI_VERSION 7u
+#define GPUOS_ABI_VERSION 8u
 
-/// Threads per block of the resident kernel; every operator tile runs on exactly this many threads.
-#define GPUOS_BLOCK_THREADS 256u
-/// Blocks of the resident kernel per SM the register budget is sized for (__launch_bounds__), and the
-/// registers per thread that allows: every function the kernel can call (built-ins and operators linked
-/// into a generation) is compiled within it. Measured on an H200 (docs/benchmarks.md): 4 blocks x 64
-/// registers serves tiny tasks faster than 5 x 48 (the front end spills less), at a small cost in
-/// large-task bandwidth.
-#define GPUOS_MIN_BLOCKS_PER_SM 4u
-#define GPUOS_MAX_REGISTERS 64u
-/// Dynamic shared memory every tile may use (TileCtx::smem).
-#define GPUOS_TILE_SMEM_BYTES 8192u
-/// Largest argument struct an operator may take (inline in the ring slot).
-#define GPUOS_MAX_ARG_BYTES 88u
-/// Operator ids are below this bound (size of the jump table).
-#define GPUOS_MAX_OPS 256u
-/// Largest tile count of one task; bigger problems loop inside the tile function.
-#define GPUOS_MAX_TILES (1u << 30)
 /// Operator id of a control task: not an operator, an instruction to the front end, applied in ticket
 /// order (ControlArgs). Never a valid jump-table index.
 #define GPUOS_OP_CONTROL 0xFFFFu
@@ -68,7 +35,11 @@ using std::uint64_t;
 #define GPUOS_OP_HEAP_CTL (GPUOS_MAX_OPS - 1u)
 
 namespace gpuos::abi {
-using namespace gpuos::abi_std;
+using std::int32_t;
+using std::uint8_t;
+using std::uint16_t;
+using std::uint32_t;
+using std::uint64_t;
 
 inline constexpr uint32_t kSlotBytes = 128;
 inline constexpr uint32_t kChunkBytes = 16;
@@ -184,7 +155,7 @@ inline constexpr uint64_t kClaimOne = 1ull << 32;
 inline constexpr uint32_t kTraceRecords = 1u << 16;
 inline constexpr uint32_t kTraceWords = 16;
 /// A lone task's `steps` word: three ns offsets from t_return, 21 bits each (saturating), step 0 in the
-/// top bits. Packed by the front end, unpacked by Runtime::diagnose.
+/// top bits. Packed by the front end, unpacked by diagnose (host/diagnose.cpp).
 inline constexpr uint64_t kTraceStepMask = (1ull << 21) - 1;
 GPUOS_HD inline constexpr uint64_t trace_steps(uint64_t a, uint64_t b, uint64_t c) {
   constexpr uint64_t m = kTraceStepMask;
@@ -264,34 +235,13 @@ struct HeapCtlArgs {
   uint64_t reply;  ///< address of a HeapReply in mapped host memory
 };
 
-/// Heap statistics as the device reports them (see gpuos::tlsf::Stats).
-struct HeapStats {
-  uint64_t pool_bytes;
-  uint64_t used_bytes;  ///< headers included
-  uint64_t free_bytes;  ///< headers included
-  uint64_t largest_free;
-  uint64_t used_blocks;
-  uint64_t free_blocks;
-  uint64_t allocs;
-  uint64_t frees;
-  uint64_t failed_allocs;
-  uint64_t bad_align;
-  uint64_t too_large;
-  uint64_t bad_free;
-  uint64_t double_free;
-  double fragmentation;
-  uint32_t arenas;  ///< small arenas + the large one
-  uint32_t checked; ///< 1 in checked mode
-  uint64_t reserved;
-};
-
 /// The answer to a heap request (mapped host memory; the device writes it before the task's
 /// completion record, whose system-scope release orders it).
 struct alignas(128) HeapReply {
   uint64_t ptr;
   uint32_t status;  ///< gpuos::tlsf::Status
   uint32_t reserved;
-  HeapStats stats;
+  gpuos_heap_stats stats;  ///< kHeapStats: the one definition of the heap's statistics (gpuos/gpuos.h)
   uint32_t check_ok;
   uint32_t check_arena;
   uint64_t check_offset;
@@ -304,7 +254,6 @@ static_assert(GPUOS_MAX_REGISTERS * GPUOS_BLOCK_THREADS * GPUOS_MIN_BLOCKS_PER_S
               "the register budget must fit GPUOS_MIN_BLOCKS_PER_SM blocks in an SM's register file");
 static_assert(sizeof(Slot) == kSlotBytes && alignof(Slot) == 128);
 static_assert(sizeof(Payload) == kPayloadBytes);
-#if !defined(__CUDACC_RTC__)  // NVRTC's offsetof is not a constant expression; nvcc and host check these
 static_assert(offsetof(Payload, arg_bytes) == 2 && offsetof(Payload, hints) == 3);
 static_assert(offsetof(Payload, args) == 8, "args must be 8-byte aligned inside the payload");
 static_assert(sizeof(Completion) == 16);
@@ -317,11 +266,10 @@ static_assert(offsetof(DeviceState, board) == 384);
 static_assert(offsetof(DeviceState, alias) == 896 && sizeof(DeviceState) == 1408);
 static_assert(sizeof(ControlArgs) == 8);
 static_assert(offsetof(LaunchParams, heap) == 56);
-static_assert(offsetof(HeapReply, stats) == 16 && offsetof(HeapReply, message) == 160);
-#endif
+static_assert(offsetof(HeapReply, stats) == 16 && offsetof(HeapReply, message) == 152);
 static_assert(sizeof(LaunchParams) == 64);
 static_assert(sizeof(HeapCtlArgs) == 32 && sizeof(HeapCtlArgs) <= GPUOS_MAX_ARG_BYTES);
-static_assert(sizeof(HeapStats) == 128);
+static_assert(sizeof(gpuos_heap_stats) == 120);
 static_assert(sizeof(HeapReply) == 384 && alignof(HeapReply) == 128);
 
 // ---- slot encoding (host writes, device and tests read) -----------------------------------------
@@ -362,4 +310,4 @@ GPUOS_HD inline constexpr uint64_t tiles_for(uint64_t n, uint64_t per_tile) {
 
 }  // namespace gpuos::abi
 
-#endif  // GPUOS_ABI_H
+#endif  // GPUOS_KERNEL_WIRE_H

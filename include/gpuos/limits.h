@@ -1,0 +1,24 @@
+/* gpuos limits: the numbers an operator, an embedder and the resident kernel share.
+ *
+ * C-compatible, and compiled by nvcc and NVRTC alike (it includes nothing). */
+#ifndef GPUOS_LIMITS_H
+#define GPUOS_LIMITS_H
+
+/* Threads per block of the resident kernel; every operator tile runs on exactly this many threads. */
+#define GPUOS_BLOCK_THREADS 256u
+/* Blocks of the resident kernel per SM its register budget is sized for (__launch_bounds__), and the
+ * registers per thread that allows: every function the kernel can call (built-ins and operators linked
+ * into a generation) is compiled within it. 4 blocks x 64 registers serve tiny tasks faster than 5 x 48
+ * (the front end spills less), at a small cost in large-task bandwidth (docs/benchmarks.md). */
+#define GPUOS_MIN_BLOCKS_PER_SM 4u
+#define GPUOS_MAX_REGISTERS 64u
+/* Dynamic shared memory every tile may use (TileCtx::smem). */
+#define GPUOS_TILE_SMEM_BYTES 8192u
+/* Largest argument struct an operator may take (carried inline in the task). */
+#define GPUOS_MAX_ARG_BYTES 88u
+/* Operator ids are below this bound (the size of the jump table). */
+#define GPUOS_MAX_OPS 256u
+/* Largest tile count of one task; bigger problems loop inside the tile function. */
+#define GPUOS_MAX_TILES (1u << 30)
+
+#endif /* GPUOS_LIMITS_H */

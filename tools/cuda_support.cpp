@@ -1,0 +1,123 @@
+#include "tools/cuda_support.hpp"
+
+#include "host/cu_check.hpp"
+#include "host/driver.hpp"
+
+namespace gpuos::support {
+
+using detail::drv;
+
+PrimaryContext::PrimaryContext(int ordinal) {
+  detail::load_driver();  // idempotent; the runtime loads it too
+  GPUOS_CU_TRY(drv().cuDeviceGet(&dev_, ordinal));
+  GPUOS_CU_TRY(drv().cuDevicePrimaryCtxRetain(&ctx_, dev_));
+  make_current();
+}
+
+PrimaryContext::~PrimaryContext() {
+  if (ctx_) drv().cuDevicePrimaryCtxRelease(dev_);
+}
+
+void PrimaryContext::make_current() const { GPUOS_CU_TRY(drv().cuCtxSetCurrent(ctx_)); }
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  detail::load_driver();
+  GPUOS_CU_TRY(drv().cuMemAlloc(&ptr_, bytes ? bytes : 1));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) drv().cuMemFree(ptr_);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) drv().cuMemFree(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+Stream::Stream() {
+  detail::load_driver();
+  GPUOS_CU_TRY(drv().cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING));
+}
+
+Stream::~Stream() {
+  if (s_) drv().cuStreamDestroy(s_);
+}
+
+void Stream::sync() const { GPUOS_CU_TRY(drv().cuStreamSynchronize(s_)); }
+
+void Stream::upload(CUdeviceptr dst, const void* src, std::size_t bytes) const {
+  GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(dst, src, bytes, s_));
+  sync();
+}
+
+void Stream::download(void* dst, CUdeviceptr src, std::size_t bytes) const {
+  GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(dst, src, bytes, s_));
+  sync();
+}
+
+void Stream::poison(CUdeviceptr dst, std::size_t count) const {
+  GPUOS_CU_TRY(drv().cuMemsetD32Async(dst, 0x7fc00000u, count, s_));
+  sync();
+}
+
+Module::Module(const void* image) {
+  detail::load_driver();
+  GPUOS_CU_TRY(drv().cuModuleLoadData(&mod_, image));
+}
+
+Module::~Module() {
+  if (mod_) drv().cuModuleUnload(mod_);
+}
+
+CUfunction Module::get(const char* name) const {
+  CUfunction f = nullptr;
+  GPUOS_CU_TRY(drv().cuModuleGetFunction(&f, mod_, name));
+  return f;
+}
+
+namespace {
+CUcontext g_ctx = nullptr;  // use_device's, for the rest of the process
+}
+
+void use_device(int ordinal) {
+  static const CUcontext ctx = [ordinal] {
+    detail::load_driver();
+    CUdevice d = 0;
+    GPUOS_CU_TRY(drv().cuDeviceGet(&d, ordinal));
+    CUcontext c = nullptr;
+    GPUOS_CU_TRY(drv().cuDevicePrimaryCtxRetain(&c, d));
+    return c;
+  }();
+  g_ctx = ctx;
+  GPUOS_CU_TRY(drv().cuCtxSetCurrent(ctx));
+}
+
+void ensure_context() {
+  if (!g_ctx) return;
+  CUcontext cur = nullptr;
+  GPUOS_CU_TRY(drv().cuCtxGetCurrent(&cur));
+  if (!cur) GPUOS_CU_TRY(drv().cuCtxSetCurrent(g_ctx));
+}
+
+const Stream& copy_stream() {
+  static const Stream s;
+  return s;
+}
+
+void copy_to_device(void* dst, const void* src, std::size_t bytes) {
+  ensure_context();
+  copy_stream().upload(reinterpret_cast<CUdeviceptr>(dst), src, bytes);
+}
+
+void copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  ensure_context();
+  copy_stream().download(dst, reinterpret_cast<CUdeviceptr>(src), bytes);
+}
+
+}  // namespace gpuos::support
