@@ -63,18 +63,24 @@ inline void cpu_relax() {
 
 template <class Pred>
 bool wait_until(Pred&& pred, const Deadline& deadline, const Backoff& backoff) {
+  if (pred()) return true;
+  if (deadline.expired()) return false;
+  // While spinning the clock is read once every 64 checks: a check (a load of a completion record) is
+  // cheaper than the clock, and a clock read between checks lengthens the time to see the condition.
   const auto spin_until = Clock::now() + backoff.spin;
-  for (unsigned n = 0;; ++n) {
-    if (pred()) return true;
-    // The clock is read every 64 checks while spinning: a check is often cheaper than the clock.
-    if ((n & 63) == 0 || Clock::now() >= spin_until) {
-      if (deadline.expired()) return pred();
-      if (Clock::now() >= spin_until) {
-        std::this_thread::sleep_for(backoff.sleep);
-        continue;
+  bool spinning = true;
+  for (unsigned n = 1;; ++n) {
+    if (spinning) {
+      cpu_relax();
+      if ((n & 63) == 0) {
+        if (deadline.expired()) return pred();
+        spinning = Clock::now() < spin_until;
       }
+    } else {
+      if (deadline.expired()) return pred();
+      std::this_thread::sleep_for(backoff.sleep);
     }
-    cpu_relax();
+    if (pred()) return true;
   }
 }
 

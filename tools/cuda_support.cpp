@@ -99,13 +99,17 @@ void use_device(int ordinal) {
 }
 
 void ensure_context() {
-  if (!g_ctx) return;
+  if (!g_ctx) {
+    use_device(0);
+    return;
+  }
   CUcontext cur = nullptr;
   GPUOS_CU_TRY(drv().cuCtxGetCurrent(&cur));
   if (!cur) GPUOS_CU_TRY(drv().cuCtxSetCurrent(g_ctx));
 }
 
 const Stream& copy_stream() {
+  ensure_context();
   static const Stream s;
   return s;
 }

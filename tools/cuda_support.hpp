@@ -88,14 +88,15 @@ class Module {
   CUmodule mod_ = nullptr;
 };
 
-/// The process's copy stream (created on first use, in the current context).
+/// The process's copy stream (created on first use, in the context ensure_context() makes current).
 const Stream& copy_stream();
 
 /// Retains device `ordinal`'s primary context for the rest of the process (once) and makes it current on
 /// the calling thread.
 void use_device(int ordinal = 0);
-/// Makes the context use_device retained current on the calling thread if none is (a no-op before any
-/// use_device).
+/// Makes the context use_device retained current on the calling thread if none is; before any
+/// use_device, retains device 0's (the process-wide helpers below then outlive every runtime: a runtime's
+/// release can otherwise destroy the primary context under them).
 void ensure_context();
 
 /// A device array of `count` T with copies through one process-wide Stream (the tests' buffers). Its

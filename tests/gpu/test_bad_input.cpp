@@ -62,8 +62,8 @@ TEST_CASE("a device that does not exist is a clear error") {
 }
 
 TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boots") {
-  // GPUOS_TILE_BATCH, GPUOS_CLAIM_SPREAD, GPUOS_CLAIM_AHEAD, GPUOS_POLL_PACE (tuning_env) and
-  // GPUOS_CTX_SCHED are read when the runtime boots (host/runtime.cpp).
+  // The configuration table (common/config.hpp) is read when the runtime is created, before anything
+  // is retained or allocated: a malformed value leaves nothing to undo.
   struct Env {
     const char* name;
     explicit Env(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
@@ -74,7 +74,7 @@ TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boo
   for (const char* bad : {"fast", "12x", "-1", "4001"}) {
     Env e("GPUOS_POLL_PACE", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
-    CHECK_MESSAGE(last().find("GPUOS_POLL_PACE must be 'off' or an integer in [0, 4000]") != std::string::npos, last());
+    CHECK_MESSAGE(last().find("GPUOS_POLL_PACE must be an integer in [0, 4000] or off") != std::string::npos, last());
     CHECK(rt == nullptr);
   }
   for (const char* bad : {"0", "65", "off", "8k"}) {
@@ -90,12 +90,12 @@ TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boo
   for (const char* bad : {"2", "yes", "-1"}) {
     Env e("GPUOS_CLAIM_AHEAD", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
-    CHECK_MESSAGE(last().find("GPUOS_CLAIM_AHEAD must be an integer in [0, 1]") != std::string::npos, last());
+    CHECK_MESSAGE(last().find("GPUOS_CLAIM_AHEAD must be 0 or 1") != std::string::npos, last());
   }
-  for (const char* bad : {"fast", "SPIN", "1"}) {  // read before the context is retained: nothing to undo
+  for (const char* bad : {"fast", "SPIN", "1"}) {
     Env e("GPUOS_CTX_SCHED", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
-    CHECK_MESSAGE(last().find("GPUOS_CTX_SCHED must be auto, spin, yield or blocking") != std::string::npos, last());
+    CHECK_MESSAGE(last().find("GPUOS_CTX_SCHED must be one of driver, auto, spin, yield, blocking") != std::string::npos, last());
     CHECK(rt == nullptr);
   }
   for (const char* good : {"off", "0", "800"}) {
@@ -103,6 +103,29 @@ TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boo
     Runtime r;
     CHECK(r.wait(r.submit(ops::nop()), 5s));
   }
+}
+
+TEST_CASE("directories set through the options: an empty one is refused, a wrong one is named when used") {
+  Options o;
+  o.cache_dir = "";
+  gpuos_runtime* rt = nullptr;
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+  CHECK_MESSAGE(last().find("a directory is an empty string") != std::string::npos, last());
+  CHECK(rt == nullptr);
+
+  Options bad;
+  bad.cccl_dir = "/nonexistent/cccl";
+  bad.cache_dir = "off";
+  Runtime r(bad);  // the compiler is set up at the first operator load
+  try {
+    r.load_operator_source("x.cu", "#include \"gpuos/op.cuh\"\n");
+    FAIL("a load without CCCL must fail");
+  } catch (const Error& e) {
+    CHECK(e.status() == GPUOS_ERR_UNSUPPORTED);
+    CHECK_MESSAGE(std::string(e.what()).find("'/nonexistent/cccl' holds no cuda/std/type_traits") != std::string::npos, e.what());
+    CHECK_MESSAGE(std::string(e.what()).find("gpuos_options.cccl_dir") != std::string::npos, e.what());
+  }
+  CHECK(r.wait(r.submit(ops::nop()), 5s));  // the runtime serves on
 }
 
 TEST_CASE("submit after shutdown is refused; earlier tasks were drained and can still be waited on") {
