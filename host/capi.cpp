@@ -1,4 +1,5 @@
-// The C ABI: every entry point converts exceptions into a gpuos_status and a per-thread message.
+// The C ABI: every entry point checks its pointers, runs the call on the runtime and converts any
+// exception into a gpuos_status and a per-thread message (gpuos_last_error).
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -24,7 +25,7 @@ gpuos_status set_error(gpuos_status s, std::string msg) {
   return s;
 }
 
-/// Runs f, mapping every exception to a status. f returns a gpuos_status.
+/// Runs f, which returns a gpuos_status, mapping every exception to a status.
 template <class F>
 gpuos_status guarded(F&& f) noexcept {
   try {
@@ -39,6 +40,38 @@ gpuos_status guarded(F&& f) noexcept {
   } catch (...) {
     return set_error(GPUOS_ERR_INTERNAL, "unknown exception");
   }
+}
+
+/// Runs f, which returns nothing: GPUOS_OK unless it throws.
+template <class F>
+gpuos_status run(F&& f) noexcept {
+  return guarded([&] {
+    f();
+    return GPUOS_OK;
+  });
+}
+
+/// Runs f and stores its result in *out (out may be NULL: the result is dropped).
+template <class T, class F>
+gpuos_status store(T* out, F&& f) noexcept {
+  return guarded([&] {
+    const T v = f();
+    if (out) *out = v;
+    return GPUOS_OK;
+  });
+}
+
+/// A wait's or a drain's status with its message: the runtime's reason, or `pending` on a timeout.
+gpuos_status waited(gpuos_status s, const std::string& why, const std::string& pending) {
+  if (s == GPUOS_OK) return s;
+  return set_error(s, s == GPUOS_ERR_TIMEOUT ? pending : why);
+}
+
+gpuos_options with_defaults(const gpuos_options* opts) {
+  gpuos_options o;
+  gpuos_options_init(&o);
+  if (opts) o = *opts;
+  return o;
 }
 
 #define GPUOS_REQUIRE(cond, msg) \
@@ -72,25 +105,14 @@ void gpuos_options_init(gpuos_options* o) {
   if (!o) return;
   std::memset(o, 0, sizeof(*o));
   o->struct_size = sizeof(gpuos_options);
-  o->device = 0;
-  o->sm_budget = 0;
   o->queue_capacity = 65536;
-  o->blocks_per_sm = 0;
   o->heap_bytes = 256ull << 20;
-  o->heap_arenas = 0;
-  o->heap_flags = 0;
 }
 
 gpuos_status gpuos_create(const gpuos_options* opts, gpuos_runtime** out) {
   GPUOS_REQUIRE(out, "out is NULL");
   *out = nullptr;
-  return guarded([&] {
-    gpuos_options o;
-    gpuos_options_init(&o);
-    if (opts) o = *opts;
-    *out = new gpuos_runtime(o);
-    return GPUOS_OK;
-  });
+  return store(out, [&] { return new gpuos_runtime(with_defaults(opts)); });
 }
 
 gpuos_status gpuos_destroy(gpuos_runtime* rt) {
@@ -100,34 +122,24 @@ gpuos_status gpuos_destroy(gpuos_runtime* rt) {
 
 gpuos_status gpuos_shutdown(gpuos_runtime* rt) {
   GPUOS_REQUIRE(rt, "rt is NULL");
-  return guarded([&] {
-    rt->impl.close();
-    return GPUOS_OK;
-  });
+  return run([&] { rt->impl.close(); });
 }
 
 gpuos_status gpuos_submit(gpuos_runtime* rt, const gpuos_task* task, uint64_t* ticket) {
   GPUOS_REQUIRE(rt && ticket, "rt or ticket is NULL");
-  return guarded([&] {
-    rt->impl.submit(task, 1, true, *ticket);
-    return GPUOS_OK;
-  });
+  return run([&] { rt->impl.submit(task, 1, true, *ticket); });
 }
 
 gpuos_status gpuos_try_submit(gpuos_runtime* rt, const gpuos_task* task, uint64_t* ticket) {
   GPUOS_REQUIRE(rt && ticket, "rt or ticket is NULL");
   return guarded([&] {
-    return rt->impl.submit(task, 1, false, *ticket) ? GPUOS_OK
-                                                     : set_error(GPUOS_ERR_QUEUE_FULL, "the queue is full");
+    return rt->impl.submit(task, 1, false, *ticket) ? GPUOS_OK : set_error(GPUOS_ERR_QUEUE_FULL, "the queue is full");
   });
 }
 
 gpuos_status gpuos_submit_batch(gpuos_runtime* rt, const gpuos_task* tasks, size_t n, uint64_t* first) {
   GPUOS_REQUIRE(rt && first, "rt or first_ticket is NULL");
-  return guarded([&] {
-    rt->impl.submit(tasks, n, true, *first);
-    return GPUOS_OK;
-  });
+  return run([&] { rt->impl.submit(tasks, n, true, *first); });
 }
 
 gpuos_status gpuos_wait(gpuos_runtime* rt, uint64_t ticket, int64_t timeout_ns) {
@@ -135,8 +147,7 @@ gpuos_status gpuos_wait(gpuos_runtime* rt, uint64_t ticket, int64_t timeout_ns) 
   return guarded([&] {
     std::string why;
     const gpuos_status s = rt->impl.wait(ticket, timeout_ns, why);
-    if (s == GPUOS_ERR_TIMEOUT) return set_error(s, "task " + std::to_string(ticket) + " is still pending");
-    return s == GPUOS_OK ? s : set_error(s, why);
+    return waited(s, why, "task " + std::to_string(ticket) + " is still pending");
   });
 }
 
@@ -145,39 +156,29 @@ gpuos_status gpuos_drain(gpuos_runtime* rt, int64_t timeout_ns) {
   return guarded([&] {
     std::string why;
     const gpuos_status s = rt->impl.drain(timeout_ns, why);
-    if (s == GPUOS_ERR_TIMEOUT) return set_error(s, "tasks are still pending");
-    return s == GPUOS_OK ? s : set_error(s, why);
+    return waited(s, why, "tasks are still pending");
   });
 }
 
 gpuos_status gpuos_get_stats(gpuos_runtime* rt, gpuos_stats* out) {
   GPUOS_REQUIRE(rt && out, "rt or out is NULL");
-  return guarded([&] {
-    *out = rt->impl.stats();
-    return GPUOS_OK;
-  });
+  return store(out, [&] { return rt->impl.stats(); });
 }
 
 gpuos_status gpuos_suspend(gpuos_runtime* rt) {
   GPUOS_REQUIRE(rt, "rt is NULL");
-  return guarded([&] {
-    rt->impl.suspend();
-    return GPUOS_OK;
-  });
+  return run([&] { rt->impl.suspend(); });
 }
 
 gpuos_status gpuos_resume(gpuos_runtime* rt) {
   GPUOS_REQUIRE(rt, "rt is NULL");
-  return guarded([&] {
-    rt->impl.resume();
-    return GPUOS_OK;
-  });
+  return run([&] { rt->impl.resume(); });
 }
 
 gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed) {
   GPUOS_REQUIRE(rt, "rt is NULL");
   GPUOS_REQUIRE(buf || cap == 0, "buf is NULL with cap > 0");
-  return guarded([&] {
+  return run([&] {
     const std::string r = rt->impl.diagnose();
     if (needed) *needed = r.size() + 1;
     if (cap > 0) {
@@ -185,132 +186,86 @@ gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* ne
       std::memcpy(buf, r.data(), n);
       buf[n] = '\0';
     }
-    return GPUOS_OK;
   });
 }
 
 gpuos_status gpuos_query_device(const gpuos_options* opts, gpuos_device_info* out) {
   GPUOS_REQUIRE(out, "out is NULL");
-  return guarded([&] {
-    gpuos_options o;
-    gpuos_options_init(&o);
-    if (opts) o = *opts;
-    *out = gpuos::detail::describe_device(o);
-    return GPUOS_OK;
-  });
+  return store(out, [&] { return gpuos::detail::describe_device(with_defaults(opts)); });
 }
 
 gpuos_status gpuos_get_device_info(gpuos_runtime* rt, gpuos_device_info* out) {
   GPUOS_REQUIRE(rt && out, "rt or out is NULL");
-  *out = rt->impl.device_info();
-  return GPUOS_OK;
+  return store(out, [&] { return rt->impl.device_info(); });
 }
 
 gpuos_status gpuos_load_operator_file(gpuos_runtime* rt, const char* path, gpuos_generation* out) {
   GPUOS_REQUIRE(rt && path, "rt or path is NULL");
-  return guarded([&] {
-    const gpuos_generation g = rt->impl.load_operator(path, nullptr);
-    if (out) *out = g;
-    return GPUOS_OK;
-  });
+  return store(out, [&] { return rt->impl.load_operator(path, nullptr); });
 }
 
 gpuos_status gpuos_load_operator_source(gpuos_runtime* rt, const char* source_name, const char* source, size_t size,
                                         gpuos_generation* out) {
   GPUOS_REQUIRE(rt && source_name && (source || size == 0), "rt, source_name or source is NULL");
-  return guarded([&] {
+  return store(out, [&] {
     const std::string text(source ? source : "", size);
-    const gpuos_generation g = rt->impl.load_operator(source_name, &text);
-    if (out) *out = g;
-    return GPUOS_OK;
+    return rt->impl.load_operator(source_name, &text);
   });
 }
 
 gpuos_status gpuos_remove_operator_source(gpuos_runtime* rt, const char* source_name, gpuos_generation* out) {
   GPUOS_REQUIRE(rt && source_name, "rt or source_name is NULL");
-  return guarded([&] {
-    const gpuos_generation g = rt->impl.remove_operator_source(source_name);
-    if (out) *out = g;
-    return GPUOS_OK;
-  });
+  return store(out, [&] { return rt->impl.remove_operator_source(source_name); });
 }
 
 gpuos_status gpuos_op_id(gpuos_runtime* rt, const char* name, uint32_t* id) {
   GPUOS_REQUIRE(rt && name && id, "rt, name or id is NULL");
-  return guarded([&] {
-    *id = rt->impl.op_id(name);
-    return GPUOS_OK;
-  });
+  return store(id, [&] { return rt->impl.op_id(name); });
 }
 
 gpuos_status gpuos_alias_set(gpuos_runtime* rt, const char* alias, const char* target, uint64_t* ticket) {
   GPUOS_REQUIRE(rt && alias && target, "rt, alias or target is NULL");
-  return guarded([&] {
-    const uint64_t t = rt->impl.alias_set(alias, target);
-    if (ticket) *ticket = t;
-    return GPUOS_OK;
-  });
+  return store(ticket, [&] { return rt->impl.alias_set(alias, target); });
 }
 
 gpuos_status gpuos_alias_rollback(gpuos_runtime* rt, const char* alias, uint64_t* ticket) {
   GPUOS_REQUIRE(rt && alias, "rt or alias is NULL");
-  return guarded([&] {
-    const uint64_t t = rt->impl.alias_rollback(alias);
-    if (ticket) *ticket = t;
-    return GPUOS_OK;
-  });
+  return store(ticket, [&] { return rt->impl.alias_rollback(alias); });
 }
 
 gpuos_status gpuos_generation_rollback(gpuos_runtime* rt, gpuos_generation* out) {
   GPUOS_REQUIRE(rt, "rt is NULL");
-  return guarded([&] {
-    const gpuos_generation g = rt->impl.rollback_generation();
-    if (out) *out = g;
-    return GPUOS_OK;
-  });
+  return store(out, [&] { return rt->impl.rollback_generation(); });
 }
 
 gpuos_status gpuos_get_generation(gpuos_runtime* rt, gpuos_generation* out) {
   GPUOS_REQUIRE(rt && out, "rt or out is NULL");
-  return guarded([&] {
-    *out = rt->impl.generation();
-    return GPUOS_OK;
-  });
+  return store(out, [&] { return rt->impl.generation(); });
 }
 
 gpuos_status gpuos_list_ops(gpuos_runtime* rt, gpuos_op_info* out, size_t capacity, size_t* count) {
   GPUOS_REQUIRE(rt && count && (out || capacity == 0), "rt, count or out is NULL");
-  return guarded([&] {
+  return run([&] {
     const std::vector<gpuos_op_info> rows = rt->impl.list_ops();
     for (size_t i = 0; i < rows.size() && i < capacity; ++i) out[i] = rows[i];
     *count = rows.size();
-    return GPUOS_OK;
   });
 }
 
 gpuos_status gpuos_alloc(gpuos_runtime* rt, size_t bytes, size_t align, void** out) {
   GPUOS_REQUIRE(rt && out, "rt or out is NULL");
   *out = nullptr;
-  return guarded([&] {
-    *out = rt->impl.heap_alloc(bytes, align);
-    return GPUOS_OK;
-  });
+  return store(out, [&] { return rt->impl.heap_alloc(bytes, align); });
 }
 
 gpuos_status gpuos_free(gpuos_runtime* rt, void* p) {
   GPUOS_REQUIRE(rt, "rt is NULL");
-  return guarded([&] {
-    rt->impl.heap_free(p);
-    return GPUOS_OK;
-  });
+  return run([&] { rt->impl.heap_free(p); });
 }
 
 gpuos_status gpuos_heap_get_stats(gpuos_runtime* rt, gpuos_heap_stats* out) {
   GPUOS_REQUIRE(rt && out, "rt or out is NULL");
-  return guarded([&] {
-    *out = rt->impl.heap_stats();
-    return GPUOS_OK;
-  });
+  return store(out, [&] { return rt->impl.heap_stats(); });
 }
 
 gpuos_status gpuos_heap_check(gpuos_runtime* rt) {

@@ -102,6 +102,14 @@ struct Options : gpuos_options {
     heap_flags = flags;
     return *this;
   }
+  /// Directories of the operator compiler; nullptr keeps the environment's setting or the default
+  /// (docs/configuration.md). The strings must stay valid until the Runtime is constructed.
+  Options& with_compiler_dirs(const char* cache, const char* include = nullptr, const char* cccl = nullptr) {
+    cache_dir = cache;
+    include_dir = include;
+    cccl_dir = cccl;
+    return *this;
+  }
 };
 
 using HeapStats = gpuos_heap_stats;

@@ -32,6 +32,34 @@ class DeviceBuffer : public support::DeviceArray<float> {
 /// Deterministic random floats in [-1, 1).
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed);
 
+/// n counters, each incremented by one task (y[e] += 1 through axpy): a task lost, run twice or run
+/// with the wrong argument shows in count(). Declare it before the Runtime (its buffers outlive it).
+class ExactlyOnce {
+ public:
+  explicit ExactlyOnce(std::size_t n) : y_(n), ones_(n) {
+    ones_.upload(std::vector<float>(n, 1.0f));
+    y_.upload(std::vector<float>(n, 0.0f));
+  }
+  std::size_t size() const { return y_.size(); }
+  /// The task that increments counter e.
+  Task task(std::size_t e) const { return ops::axpy(y_.get() + e, 1.0f, ones_.get() + e, 1); }
+  struct Counts {
+    std::size_t never = 0, twice = 0, other = 0;
+  };
+  Counts count() const {
+    Counts c;
+    for (float v : y_.download()) {
+      c.never += v == 0.0f;
+      c.twice += v == 2.0f;
+      c.other += v != 0.0f && v != 1.0f && v != 2.0f;
+    }
+    return c;
+  }
+
+ private:
+  DeviceBuffer y_, ones_;
+};
+
 /// Tasks of operator `op` the runtime counted as completed (its row of list_ops).
 inline std::uint64_t completed_of(const Runtime& rt, std::uint32_t op) {
   for (const Runtime::OpInfo& o : rt.list_ops())
