@@ -61,10 +61,12 @@ gpuos_status store(T* out, F&& f) noexcept {
   });
 }
 
-/// A wait's or a drain's status with its message: the runtime's reason, or `pending` on a timeout.
-gpuos_status waited(gpuos_status s, const std::string& why, const std::string& pending) {
+/// A wait's or a drain's status with its message: the runtime's reason, or pending() on a timeout (built
+/// only then: a wait that succeeds costs no allocation here).
+template <class Pending>
+gpuos_status waited(gpuos_status s, const std::string& why, Pending&& pending) {
   if (s == GPUOS_OK) return s;
-  return set_error(s, s == GPUOS_ERR_TIMEOUT ? pending : why);
+  return set_error(s, s == GPUOS_ERR_TIMEOUT ? pending() : why);
 }
 
 gpuos_options with_defaults(const gpuos_options* opts) {
@@ -147,7 +149,7 @@ gpuos_status gpuos_wait(gpuos_runtime* rt, uint64_t ticket, int64_t timeout_ns) 
   return guarded([&] {
     std::string why;
     const gpuos_status s = rt->impl.wait(ticket, timeout_ns, why);
-    return waited(s, why, "task " + std::to_string(ticket) + " is still pending");
+    return waited(s, why, [&] { return "task " + std::to_string(ticket) + " is still pending"; });
   });
 }
 
@@ -156,7 +158,7 @@ gpuos_status gpuos_drain(gpuos_runtime* rt, int64_t timeout_ns) {
   return guarded([&] {
     std::string why;
     const gpuos_status s = rt->impl.drain(timeout_ns, why);
-    return waited(s, why, "tasks are still pending");
+    return waited(s, why, [] { return std::string("tasks are still pending"); });
   });
 }
 
