@@ -25,7 +25,7 @@ int attr(CUdevice d, CUdevice_attribute a) {
 /// Gives the resident kernel just the shared memory its GPUOS_MIN_BLOCKS_PER_SM blocks need and the rest
 /// of each SM's unified memory as L1. Operators are called through the jump table, and a callee saves
 /// and restores the registers it uses through the stack on every call: with the driver's default
-/// carve-out (an H100 chose 100 KB of shared memory), that stack traffic spilled from L1 to L2 and DRAM
+/// carve-out (100 KB of shared memory on an H100), that stack traffic spills from L1 to L2 and DRAM
 /// (docs/benchmarks.md, Large task).
 CUresult prefer_l1(CUfunction fn, CUdevice d) {
   int smem = 0, reserved = 0, per_sm_max = 0;

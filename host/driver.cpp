@@ -59,8 +59,9 @@ void load_locked() {
   // Eager module loading, unless the process chose otherwise: with lazy loading (the driver's default)
   // cuModuleGetFunction loads the kernel's code after a generation switch has stopped the kernel, ~150
   // us of the serving pause; eagerly, that work is part of the module load, which starts while the old
-  // generation still serves. Measured on an H100 (docs/benchmarks.md): pause p50 364 -> 170 us. Read by
-  // the driver at its first cuInit in the process: no effect if the process initialised CUDA before.
+  // generation still serves. On an H100 a switch's pause has a p50 of 364 us with lazy loading and of
+  // 170 us with eager loading (docs/benchmarks.md, Generation switch). Read by the driver at its first
+  // cuInit in the process: no effect if the process initialised CUDA before.
   setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
   CUresult r = d.cuInit(0);
   if (r != CUDA_SUCCESS) {

@@ -5,8 +5,9 @@
 // every live operator source (NVRTC LTO-IR) and a generated jump table, linked by nvJitLink
 // (jit/image.hpp). Building it happens while the running generation serves. The switch is the suspend
 // path: the front end stops taking tasks from the ring, the tasks it took finish on the old code, the
-// kernel exits, the new module is loaded (a module cannot be loaded while the kernel runs, gpu-facts.md
-// §1) and the kernel is relaunched on the same memory: the tasks still in the ring run the new code. The
+// kernel exits, the new module is loaded (a module load does not complete while the kernel runs; it
+// starts before the stop, host/image_set.hpp) and the kernel is relaunched on the same memory: the
+// tasks still in the ring run the new code. The
 // previous image stays loaded, so a rollback is a quiesce and a relaunch.
 //
 // Aliases need no quiesce: an alias switch is a control task in the ring, applied by the front end in

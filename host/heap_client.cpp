@@ -13,7 +13,7 @@
 namespace gpuos::detail {
 namespace {
 
-/// Automatic arena count: this many per SM (docs/allocator.md: the sweep), each at least kMinAutoArena.
+/// Automatic arena count: this many per SM (docs/allocator.md §7), each at least kMinAutoArena.
 constexpr std::uint32_t kAutoArenasPerSm = 8;
 constexpr std::uint64_t kMinAutoArena = 1ull << 20;
 static_assert(GPUOS_HEAP_CHECKED == tlsf::kChecked, "heap_flags are passed to the device as they are");

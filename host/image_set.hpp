@@ -1,13 +1,14 @@
 // The image set: which device images are loaded. The current one runs; the previous one stays loaded
 // for a generation rollback; older ones are retired, still loaded, until the device is idle.
 //
-// Why retired images are not unloaded at once: an unload, like a load, needs an idle device (no resident
-// kernel, gpu-facts.md §1) and does all its work after the kernel has exited (~200-400 us for the
-// kernel's image), so it is left to a moment without tasks, a suspend or the shutdown; past
-// kMaxRetiredBytes of them a switch unloads the oldest inside its pause.
+// Why retired images are not unloaded at once: an unload, like a load, waits for an idle device (the
+// driver does not return while the resident kernel runs) and does all its work after the kernel has
+// exited (~200-400 us for the kernel's image on an H100), so it is left to a moment without tasks, a
+// suspend or the shutdown; past kMaxRetiredBytes of them a switch unloads the oldest inside its pause.
 //
-// Contract: every member but start_load and the accessors needs the resident kernel stopped; the
-// caller serializes them (ResidentKernel's control lock).
+// Contract: install, swap_previous and the unloads need the resident kernel stopped; the caller
+// serializes every member but current_grid() (ResidentKernel's control lock; unload_all runs at
+// shutdown, once no kernel runs).
 #pragma once
 
 #include <atomic>
@@ -26,9 +27,9 @@
 namespace gpuos::detail {
 
 /// A cuModuleLoadData on a thread of its own. The driver does the load's host-side work first and then
-/// waits for an idle device (a load started 2 ms before a spinning kernel's exit returned ~40 us after
-/// it), so a switch starts the load while the old generation still serves and stops the kernel once the
-/// host-side work is likely done. Shared with the thread: if the switch gives up, the thread finishes
+/// waits for an idle device (on an H100, a load started 2 ms before a spinning kernel's exit returns
+/// ~40 us after it), so a switch starts the load while the old generation still serves and stops the
+/// kernel once the host-side work is likely done. Shared with the thread: if the switch gives up, the thread finishes
 /// on its own whenever the driver returns.
 class PendingLoad {
  public:
@@ -81,8 +82,9 @@ class ImageSet {
   /// Unloads everything (shutdown, the device idle); never throws.
   void unload_all() noexcept;
 
-  /// How long a switch lets a load's host-side work run before it stops the kernel; doubled (up to
-  /// 16 ms) after a switch whose load was still busy `tail` after the stop.
+  /// How long a switch lets a load's host-side work run before it stops the kernel (2 ms at first).
+  /// adapt_load_lead doubles it, up to 16 ms, when a switch's load returned more than 150 us (`tail`)
+  /// after the kernel had stopped.
   std::chrono::nanoseconds load_lead() const { return load_lead_; }
   void adapt_load_lead(std::chrono::nanoseconds tail);
 

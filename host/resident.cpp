@@ -155,7 +155,7 @@ void ResidentKernel::stop_locked(double timeout_s) {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
   };
   // Spins for the first milliseconds (a stop usually takes microseconds), then sleeps. Not a yield:
-  // measured under load (bench_hotpatch, 4 submitting threads), a yield here cost up to 2.7 ms.
+  // with 4 threads submitting, a yield here can cost up to 2.7 ms (on an H100's host).
   const bool stopped = common::wait_until(
       [&] {
         if (!last_stop_.seen_ns && load_host_u64(control_->stop_seen_run) == run_id_) last_stop_.seen_ns = since();
@@ -244,9 +244,10 @@ void ResidentKernel::resume() {
 
 void ResidentKernel::relaunch_if_suspended() {
   // Under the control lock: the monitor's idle unload of retired images stops and relaunches the kernel
-  // while holding it, and the state reads suspended in between. Read unlocked, that state made a close
-  // in that window relaunch a running kernel, after which the frees at shutdown waited for the
-  // still-running kernel for ever.
+  // while holding it, and the state reads suspended in between. Read unlocked, a close in that window
+  // would try to relaunch a kernel the monitor is about to relaunch, fail, and leave it running under
+  // the frees at shutdown, which would wait for ever (tests/switch/test_online_switch.cpp sweeps a
+  // shutdown across that window).
   Control c = control();
   if (state_.load() == KernelState::suspended) {
     CtxScope scope(ctx_);

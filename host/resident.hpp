@@ -8,8 +8,8 @@
 // rest wait in the ring for the next launch.
 //
 // Locking: the control lock serializes every launch and stop, and every change of the image set (which
-// needs the kernel stopped). Hold it through a Control object; suspend(), resume() and close_launch()
-// take it themselves. Lock order: Generations' lock, then this one, then RunState's and the
+// needs the kernel stopped). Hold it through a Control object; suspend(), resume(),
+// relaunch_if_suspended() and close() take it themselves, watch() and snapshot() try it. Lock order: Generations' lock, then this one, then RunState's and the
 // diagnostics lock.
 #pragma once
 

@@ -10,8 +10,10 @@
 //   RunState        fault and closing flags, shared by all
 //
 // Lock order, outer first: close_mutex_ (here); Generations' lock; the resident kernel's control lock;
-// then the leaf locks, which are never held while taking another: RunState's, the SubmitQueue's reap
-// and failure locks, the resident kernel's diagnostics lock, HeapClient's reply lock.
+// then the leaf locks, which are never held while taking another (except that the SubmitQueue's reap
+// lock, itself only ever try-locked, takes its failure lock): RunState's, the SubmitQueue's reap and
+// failure locks, the resident kernel's diagnostics lock, HeapClient's reply lock. The monitor takes the
+// control lock only with a try-lock.
 #pragma once
 
 #include <cstdint>

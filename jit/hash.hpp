@@ -2,7 +2,7 @@
 // cache-file checksums. XXH3's output is fixed by its specification (stable across library versions),
 // so keys stay valid from one build to the next. Not cryptographic: the cache is per user and trusts its
 // own directory. The implementation is the upstream single header, vendored unchanged in third_party/
-// (release 0.8.1, BSD-2-Clause): the offline GPU machines have no package to install it from.
+// (release 0.8.1, BSD-2-Clause), so that a build needs no package for it.
 #pragma once
 
 #include <compare>

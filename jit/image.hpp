@@ -1,5 +1,5 @@
 // Scheduler + operators + jump table -> one cubin: the last CPU-side step before the runtime loads an
-// image (after a quiesce, gpu-facts.md §1).
+// image (host/generations.cpp; the load completes only once the resident kernel has stopped).
 //
 // The caller (the runtime) owns the operator registry: which compiled units make up the image and
 // which slot each operator takes. build_image checks that the set is consistent (each operator
@@ -19,8 +19,8 @@ namespace gpuos::jit {
 class Cache;
 
 struct ImageSpec {
-  /// Fixed inputs: the scheduler object (nvcc -rdc=true -dlto -c) and anything else that is not an
-  /// operator unit. The data must stay alive during build_image.
+  /// Fixed inputs: the scheduler object (nvcc -rdc=true -c: relocatable SASS, or with -dlto LTO-IR) and
+  /// anything else that is not an operator unit. The data must stay alive during build_image.
   std::vector<LinkInput> base;
   /// Operators the base inputs define (the built-ins), so the table may name them.
   std::vector<std::string> base_operators;

@@ -1,9 +1,9 @@
 // LTO-IR and objects -> one cubin, with nvJitLink.
 //
 // The resident kernel calls operators through device function pointers, which are only valid inside
-// the image that defines them, so the scheduler (an nvcc `-rdc=true -dlto` object), the operators
-// (NVRTC LTO-IR) and the jump table that names them are linked into ONE cubin here, with link-time
-// optimization (`-lto -arch=sm_XX`).
+// the image that defines them, so the scheduler (an nvcc `-rdc=true` object: relocatable SASS, linked as
+// it is, or LTO-IR with `-dlto`), the operators (NVRTC LTO-IR) and the jump table that names them are
+// linked into ONE cubin here, with link-time optimization of the LTO-IR inputs (`-lto -arch=sm_XX`).
 //
 // Problems with the inputs (undefined or duplicate symbols, garbage bytes, a wrong arch) are results:
 // ok is false and error_log holds nvJitLink's explanation. An unresolved extern variable, which

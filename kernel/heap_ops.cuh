@@ -74,7 +74,7 @@ __device__ inline void ctl_tile(const abi::HeapCtlArgs& a, const TileCtx& ctx) {
       r->check_ok = 0;
       r->check_arena = res.arena;
       r->check_offset = res.offset;
-#pragma unroll 1  // unrolled, this copy alone was ~6 KB of the image that every switch loads
+#pragma unroll 1  // unrolled, this copy alone would add ~6 KB to the image that every switch loads
       for (unsigned i = 0; i < sizeof(res.message); ++i) r->message[i] = res.message[i];
       r->status = tlsf::kOk;
     }

@@ -150,8 +150,8 @@ inline constexpr uint32_t kMaxBatch = 32;
 /// A claim takes (tiles left) / (kClaimSpread x grid) tiles, at least 1, at most the batch bound, unless
 /// DeviceState::claim_spread says otherwise: one tile at a time for a task of up to ~34k tiles on a
 /// 528-block grid (128M floats), larger batches only for larger tasks, so that one claim word is not
-/// hit too often. Measured on an H100 (docs/benchmarks.md, seventh session), add 64M / 256M, spread 1:
-/// 0.90 / 0.93 of direct, 16: 0.94 / 0.98, 64: 0.94 / 0.99, one tile per claim: the same as 64.
+/// hit too often. On an H100 (add 64M / 256M, gpuos / direct; docs/benchmarks.md, Large task): spread 1
+/// 0.90 / 0.93, 16 0.94 / 0.98, 64 0.94 / 0.99, the same as one tile per claim.
 inline constexpr uint32_t kClaimSpread = 64;
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -197,12 +197,13 @@ __device__ __forceinline__ uint32_t slot_tiles(uint32_t tiles) {
 /// - `pending` is decremented once, when the block leaves the task, by every tile it ran: one release
 ///   fence and one atomic per block per task. The block that takes it to zero completes the task.
 ///
-/// Measured on an H100 (add, docs/benchmarks.md, seventh session), against the same kernel launched
-/// directly: with one adapter call and a claim stall per batch, batches had to be large (a share of
-/// the whole task) and the blocks, whose speeds differ by up to 1.5x, ended up to ~120 us apart: 64M
-/// 0.90, 256M 0.93. Claims of one tile inside one call, ahead: 64M 0.94-0.96, 256M 0.99; 16M +5% in
-/// GB/s; 1M and 4M the same as before. Smaller batches with a call each had lost (rem / (4 x grid):
-/// 0.79): each call saves and restores the adapter's registers, ~24 KB of stack traffic per block.
+/// Why one call per task: each call of an adapter saves and restores its registers through the stack
+/// (~24 KB of traffic per block), and a claim made between batches stalls the whole block for its L2
+/// round trip. With a call and a stall per batch, batches must be large (a share of the whole task), and
+/// blocks, whose speeds differ by up to 1.5x on an H100, end up to ~120 us apart. On an H100 (add,
+/// against the same tile function launched directly; docs/benchmarks.md, Large task): one call per batch
+/// gives 0.90 at 64M and 0.93 at 256M, smaller batches with a call each 0.79 (rem / (4 x grid)), claims
+/// inside one call, issued ahead, 0.94-0.96 at 64M and 0.99 at 256M.
 __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, DqEntry& e,
                            uint32_t board_slot_hint, bool may_insert, uint64_t board_value) {
   DeviceState& s = *p.state;
@@ -273,8 +274,9 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
     // there are tiles left, goes on claiming and running them until none is left: one call per task.
     const uint32_t left = sh.left;
     const bool more = left != 0;
-    // Only with a grid's worth of tiles unclaimed: a task of fewer tiles runs as it did before claims
-    // moved into the adapter (the scheduler claims after each batch; measured the same or better there).
+    // Only with a grid's worth of tiles unclaimed: a task of fewer tiles runs a batch per call and the
+    // scheduler claims after each (a claim taken ahead there could hold tiles a block that joins later
+    // would have run: 1M-element adds lose 3-5% in GB/s on an H100 with claims in the adapter).
     const bool claims_in_call = ahead_on && more && op != nullptr && left >= gridDim.x;
     if (threadIdx.x == 0) {
       sh.ctx = TileCtx{top, sh.payload.tiles, ticket, smem, &e.scratch};
@@ -348,17 +350,17 @@ __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* a
                           st == kTaskOk ? 0u : GPUOS_OP_CONTROL));
 }
 
-/// Runs a lone single-tile task on the front end's block: one barrier between the poll and the tile
-/// (slot 0's payload staged in shared memory; every thread builds the tile's context itself), one after
-/// it, then the completion record. All threads call it; `chunk` is the thread's chunk of slot 0 (threads
-/// below kSlotChunks). (Staging the payload inside the poll, before its barrier, took this barrier away
-/// but lengthened every poll by as much and cost the copy loop ~4% of its tiny-task throughput:
-/// measured, not kept.) Its entry is never armed, so the worker that claims this ticket finds no tile
-/// (the entry's claim word is exhausted since its last use). Not inlined: the call through the jump
-/// table stays out of the front end's loop, whose registers (the window's chunks) it would otherwise
-/// have to save around the call. With `t0` (the poll's return, ns; 0: not timing) it returns, in thread
-/// 0, trace_steps(the poll's barrier passed, the tile's end, the record written), and writes the steps'
-/// device times into the recorder's record `rec` (words 10-15; null: not timing). On return
+/// Runs a lone single-tile task on the front end's block: one barrier between the poll and the tile (slot
+/// 0's payload staged in shared memory; every thread builds the tile's context itself), one after it,
+/// then the completion record. All threads call it; `chunk` is the thread's chunk of slot 0 (threads
+/// below kSlotChunks). The barrier before the tile is here, not in the poll: staging the payload before
+/// the poll's barrier lengthens every poll by as much as it saves here and, on an H100, costs the copy
+/// loop ~4% of its tiny-task throughput. Its entry is never armed, so the worker that claims this ticket
+/// finds no tile (the entry's claim word is exhausted since its last use). Not inlined: the call through
+/// the jump table stays out of the front end's loop, whose registers (the window's chunks) it would
+/// otherwise have to save around the call. With `t0` (the poll's return, ns; 0: not timing) it returns,
+/// in thread 0, trace_steps(the poll's barrier passed, the tile's end, the record written), and writes
+/// the steps' device times into the recorder's record `rec` (words 10-15; null: not timing). On return
 /// sh.local_scratch is 0 again, for the next lone task (nobody reads it any more: a finish function ran
 /// before complete()'s barrier).
 template <bool kTrace>
@@ -452,16 +454,16 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     PollResult& pr = polls[iter % 3];
     // All reads of the ring and the control word go out together: one round trip. The control word is
     // read on every kStopPollEvery-th poll only: a second line in the same poll costs ~0.3-0.5 us of
-    // round trip (bench_dispatch's ladder), a stop waits a few polls longer.
+    // round trip on an H100 (bench_dispatch's ladder), a stop waits a few polls longer.
     unsigned long long stop_run = 0, t_issue = 0, t_return = 0;
     uint64_t lone_steps = 0;  // run_lone's timing (trace only)
-    // Pacing. A task found alone is most often a caller waiting for it, whose next task is written
-    // right after it sees the completion record. A poll issued at once after the record can reach the
-    // ring just before that write, and the task then waits a whole extra round trip (the closed loop's
-    // slow mode, docs/benchmarks.md). So the first poll after a lone task starts `pace` ns after the
-    // record; pace adapts between 0 and pace_limit: up when that poll came back empty and the next
-    // one found a task, down when it found one. Where the first poll already finds the next task, pace
-    // stays 0. Only the lanes that read (warp 0, one slot) wait.
+    // Pacing. A task found alone is most often a caller waiting for it, whose next task is written right
+    // after it sees the completion record. A poll issued at once after the record can reach the ring just
+    // before that write, and the task then waits a whole extra round trip (the closed loop's slow mode,
+    // docs/benchmarks.md, Dispatch). So the first poll after a lone task starts `pace` ns after the
+    // record; pace adapts between 0 and pace_limit: up when that poll came back empty and the next one
+    // found a task, down when it found one. Where the first poll already finds the next task, pace stays
+    // 0. Only the lanes that read (warp 0, one slot) wait.
     if (tid < 32) {
       if (tid == 0 && pacing.after_lone == 1 && pacing.pace != 0) {
         const unsigned long long until = pacing.lone_end + pacing.pace;
@@ -569,9 +571,9 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       }
       // No fence by the writers: the barrier makes their stores visible to the arming threads, and each
       // arming thread's release fence (cumulative) publishes them at device scope before its claim words
-      // (the pattern of a grid barrier's arrival). Measured on an H100 (bench_throughput, same run): a
-      // fence in every writer and a release exchange per entry held the copy loop to 20.8 M tasks/s;
-      // without the writers' fence 23.7; with one fence per arming thread and plain stores 34.0-34.4.
+      // (the pattern of a grid barrier's arrival). On an H100 (bench_throughput) the copy loop publishes
+      // 34.0-34.4 M tiny tasks/s this way, 23.7 M with a release exchange per entry instead, 20.8 M with
+      // a fence in every writer as well.
       __syncthreads();
       // One release fence per arming thread, then its entries' claim words (relaxed stores).
       if (tid % kSlotChunks == 0 && tid < ready * kSlotChunks)
@@ -639,8 +641,8 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
         }
         // Relaxed polls, one acquire fence once there is something to act on: an acquire load at
         // device scope invalidates the whole L1 of the SM (CCTL.IVALL in the SASS), and idle workers
-        // poll every microsecond, on every SM, the front end's included. (Measured: the lone task's
-        // path did not get faster, so its spills were not what it waited on; the L1 churn is gone.)
+        // poll every microsecond, on every SM, the front end's included. (It keeps the SMs' L1 valid;
+        // the lone task's path takes the same time with acquire polls on an H100.)
         const uint64_t h = dev_ref<uint64_t>(s.head).load(cuda::memory_order_relaxed);
         if (mine < h) {
           action = kRunOwn;
@@ -736,7 +738,7 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
     worker(p, sh, tile_smem);
   }
   // Diagnostics: the last block out says so in mapped memory, so the host can tell the kernel's own
-  // drain from the driver's work after it (Runtime::stop_kernel's timing).
+  // drain from the driver's work after it (ResidentKernel's StopTiming, GPUOS_SWITCH_TRACE).
   if (threadIdx.x == 0 &&
       dev_ref<uint32_t>(s.exited).fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1)
     store_sys_u64(&p.control->drained_run, p.run_id);

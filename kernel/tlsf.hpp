@@ -220,7 +220,7 @@ GPUOS_HD constexpr uint64_t mix64(uint64_t x) {
   return x;
 }
 
-/// First-level / second-level class of a block size (Masmano et al.): fl = floor(log2 s),
+/// First-level / second-level class of a block size (TLSF's mapping): fl = floor(log2 s),
 /// sl = (s >> (fl - SLI)) ^ (1 << SLI); sizes below 512 go linearly into list 0.
 struct Class {
   uint32_t fl;

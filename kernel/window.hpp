@@ -1,12 +1,12 @@
 // How many ring slots the front end reads in one poll (one PCIe round trip).
 //
 // The window doubles while every slot it read was ready (a burst: read more per round trip) and halves
-// when it was not, but never below what was ready. From one slot it grows only when that slot carried
-// the host's hint that more follow (abi::kHintMore): a task found alone is usually a caller waiting
-// for it, whose next task comes after the completion, and a one-slot poll is the shortest round trip
-// (a second line costs ~0.3 us, docs/benchmarks.md). It is always in [1, kMaxWindow]: the front end has
-// registers for exactly kMaxWindow slots, and a slot beyond them would be neither read nor checked.
-// A pure function, compiled for host and device, so CPU tests pin its bounds.
+// when it was not, but never below what was ready. From one slot it grows only when that slot carried the
+// host's hint that more follow (abi::kHintMore): a task found alone is usually a caller waiting for it,
+// whose next task comes after the completion, and a one-slot poll is the shortest round trip (a second
+// line costs ~0.3 us on an H100, docs/benchmarks.md, Dispatch). It is always in [1, kMaxWindow]: the
+// front end has registers for exactly kMaxWindow slots, and a slot beyond them would be neither read nor
+// checked. A pure function, compiled for host and device, so CPU tests pin its bounds.
 #pragma once
 
 #include "kernel/wire.h"

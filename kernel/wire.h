@@ -183,16 +183,18 @@ struct alignas(128) DeviceState {
   uint64_t exit_head;   ///< `head` when the front end of the last run exited
   uint64_t* trace;      ///< flight recorder of the front end (kTraceRecords x kTraceWords), or null
   uint64_t trace_pos;   ///< records written so far
-  uint32_t max_batch;   ///< most tiles a worker claims at once (set by the host before a launch; 0 = 32)
+  // The scheduler's settings below are written by the host before the first launch (GPUOS_TILE_BATCH,
+  // GPUOS_POLL_PACE, GPUOS_CLAIM_SPREAD, GPUOS_CLAIM_AHEAD) and read by every launch.
+  uint32_t max_batch;   ///< most tiles a worker claims at once (0 = 32)
   /// Longest the front end waits after a lone task's completion record before its next poll (ns; it
-  /// adapts below this, kernel/scheduler.cu "pacing"); 0 = never waits. Set by the host before a launch.
+  /// adapts below this, kernel/scheduler.cu "pacing"); 0 = never waits.
   uint32_t pace_limit_ns;
-  /// A large task's claims take an even share of the tiles left over this many times the grid (set by
-  /// the host before a launch; 0 = 1).
+  /// A large task's claims take an even share of the tiles left over this many times the grid (0 = 64,
+  /// kClaimSpread).
   uint32_t claim_spread;
   /// Nonzero: the scheduler makes each of a block's claims itself, one operator call per batch, instead
-  /// of the operator's adapter claiming on within one call, each claim issued during the previous
-  /// batch's last tile (TileCtx::claim). Set by the host before a launch (a diagnostic).
+  /// of the operator's claiming adapter claiming on within one call, each claim issued as the previous
+  /// batch starts (TileClaimFn, gpuos/op.cuh). GPUOS_CLAIM_AHEAD=0 sets it (a diagnostic).
   uint32_t claim_ahead_off;
   uint64_t pad3[8];
   uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty

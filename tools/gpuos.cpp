@@ -1,6 +1,7 @@
 // The `gpuos` command: boots the resident kernel, runs a checked workload, describes the device.
 //
 //   gpuos run  [--device N] [--sm-budget S] [--tasks N] [--threads T] [--json FILE] [--timeout SEC]
+//              [--ops-dir DIR] [--watch SEC]
 //   gpuos info [--device N] [--sm-budget S]
 //   gpuos compile FILE...            (tools/ops_cmd.cpp)
 //   gpuos ops --ops-dir DIR          (tools/ops_cmd.cpp)

@@ -125,7 +125,7 @@ OpsDir::OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms) : rt_(rt), di
   if (!fs::is_directory(dir_)) throw std::invalid_argument("--ops-dir: '" + dir_ + "' is not a directory");
   detail::WatchOptions wo;
   wo.debounce = std::chrono::milliseconds(debounce_ms_);
-  wo.report_existing = false;  // loaded below, in one generation
+  wo.report_existing = false;  // loaded below, one by one
   watcher_ = std::make_unique<WatcherBox>(dir_, wo);
   std::vector<std::string> paths;
   for (const auto& e : fs::directory_iterator(dir_))

@@ -30,11 +30,11 @@ int cmd_ops(std::span<char*> args);
 /// The status file `gpuos run --ops-dir DIR` writes after every change.
 std::string status_file_of(const std::string& dir);
 
-/// An operator directory served by a runtime: every *.cu file in it is loaded at construction (one
-/// generation), then a thread watches the directory (host/watcher.hpp: close-after-write and rename-into,
-/// editor temporaries ignored, debounce, content dedupe): a new or changed file loads as a new
-/// generation, a removed one retires its operators. Broken files are logged with file:line and kept in
-/// the status until fixed; the working version keeps serving.
+/// An operator directory served by a runtime: every *.cu file in it is loaded at construction (one after the
+/// other, in name order: a generation each), then a thread watches the directory (host/watcher.hpp:
+/// close-after-write and rename-into, editor temporaries ignored, debounce, content dedupe): a new or changed
+/// file loads as a new generation, a removed one retires its operators. Broken files are logged with
+/// file:line and kept in the status until fixed; the working version keeps serving.
 class OpsDir {
  public:
   OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms = 20);
@@ -43,7 +43,8 @@ class OpsDir {
   OpsDir& operator=(const OpsDir&) = delete;
 
   /// Device buffers of run_examples. Allocate them BEFORE the runtime boots and free them after it is
-  /// gone: freeing device memory blocks while the resident kernel runs (gpu-facts.md §1).
+  /// gone: freeing device memory waits for an idle device, which it never is while the resident kernel
+  /// runs.
   struct ExampleBuffers {
     ExampleBuffers();
     DeviceBuffer x, y, w;

@@ -120,7 +120,7 @@ typedef struct gpuos_stats {
   uint64_t failed;      /* tasks the device rejected */
   uint64_t queue_depth; /* submitted - completed */
   uint64_t heartbeat;   /* the kernel's front-end loop counter (moves while the kernel runs) */
-  uint64_t launches;    /* kernel launches so far (1 + resumes + switches) */
+  uint64_t launches;    /* kernel launches so far (boot, resumes, generation switches, idle unloads) */
 } gpuos_stats;
 /* Per-operator counts are in gpuos_op_info (gpuos_list_ops). */
 
@@ -189,7 +189,8 @@ typedef struct gpuos_device_info {
   int32_t ordinal;
   int32_t cc_major, cc_minor;
   int32_t sm_count;
-  int32_t blocks_per_sm;   /* resident-kernel blocks per SM the occupancy calculator allows */
+  int32_t blocks_per_sm;   /* resident-kernel blocks per SM: what the occupancy calculator allows, at most
+                            * gpuos_options.blocks_per_sm when that is set */
   int32_t grid_blocks;     /* blocks the kernel launches with these options */
   int32_t block_threads;
   uint64_t total_mem;
@@ -234,8 +235,8 @@ typedef struct gpuos_generation {
   uint64_t unload_ns;    /* of pause_ns: unloading retired images (only past 64 MiB of them) */
 } gpuos_generation;
 /* The image before the previous one is retired, not unloaded at once: an unload, like a load, needs the
- * kernel stopped. Retired images are unloaded once the runtime has been idle (no task in flight) for a
- * few milliseconds, at gpuos_suspend and at shutdown; a switch that would keep more than 64 MiB of them
+ * kernel stopped. Retired images are unloaded once the runtime has been idle (no task in flight) for
+ * 20 ms, at gpuos_suspend and at shutdown; a switch that would keep more than 64 MiB of them
  * unloads the oldest inside its pause. */
 
 /* Compiles the operator source file `path` and switches to a generation that serves it (replacing the

@@ -9,7 +9,8 @@
 /* Blocks of the resident kernel per SM its register budget is sized for (__launch_bounds__), and the
  * registers per thread that allows: every function the kernel can call (built-ins and operators linked
  * into a generation) is compiled within it. 4 blocks x 64 registers serve tiny tasks faster than 5 x 48
- * (the front end spills less), at a small cost in large-task bandwidth (docs/benchmarks.md). */
+ * (the front end spills less), at a small cost in large-task bandwidth (docs/benchmarks.md, Tiny-task
+ * throughput). */
 #define GPUOS_MIN_BLOCKS_PER_SM 4u
 #define GPUOS_MAX_REGISTERS 64u
 /* Dynamic shared memory every tile may use (TileCtx::smem). */

@@ -59,18 +59,18 @@ struct TileClaims {
   unsigned int max;          ///< ... at most max, at least 1
 };
 
-// The jump-table signatures (gpuos/op_entry.h). TileRangeFn runs `count` tiles of the task on the
-// calling block, ctx.tile, ctx.tile - 1, ..., ctx.tile - count + 1, with a barrier between consecutive
-// tiles. The loop is compiled inside each operator's adapter (GPUOS_OPERATOR), so a block that claimed a
-// batch of tiles pays one call, one save and one restore of the callee's registers, per batch (per
-// tile, that stack traffic cost ~20% of a large element-wise task's bandwidth, docs/benchmarks.md). The
-// scheduler calls it for a task's only tile and for a batch it claimed alone: it touches no stack beyond
-// what the operator's own code needs (a nop's adapter none).
+// The jump-table signatures (gpuos/op_entry.h). TileRangeFn runs `count` tiles of the task on the calling
+// block, ctx.tile, ctx.tile - 1, ..., ctx.tile - count + 1, with a barrier between consecutive tiles. The
+// loop is compiled inside each operator's adapter (GPUOS_OPERATOR), so a block that claimed a batch of
+// tiles pays one call, one save and one restore of the callee's registers, per batch (per tile, that
+// stack traffic costs ~20% of a large element-wise task's bandwidth on an H100, docs/benchmarks.md, Large
+// task). The scheduler calls it for a task's only tile and for a batch it claimed alone: it touches no
+// stack beyond what the operator's own code needs (a nop's adapter none).
 // TileClaimFn, for a large task: runs `count` (>= 1) tiles as TileRangeFn does, then claims and runs more
 // of the task's tiles as `claims` says until none is left (detail::run_claimed), and returns the number
 // of tiles it ran (the same in every thread). A block pays one call per task, however many claims it
-// makes (one call per claimed batch cost 4-10% of a large add's bandwidth and pushed the batches to be
-// large and the blocks' ends uneven, docs/benchmarks.md).
+// makes (one call per claimed batch costs 4-10% of a large add's bandwidth on an H100 and pushes the
+// batches to be large and the blocks' ends uneven, docs/benchmarks.md, Large task).
 
 }  // namespace gpuos
 

@@ -106,7 +106,7 @@ TEST_CASE("many multi-tile tasks in flight at once") {
 }
 
 TEST_CASE("a large task's claims: every tile exactly once under each claim setting") {
-  // How blocks claim a large task's tiles is tunable (host/runtime.cpp: GPUOS_CLAIM_SPREAD,
+  // How blocks claim a large task's tiles is tunable (common/config.hpp: GPUOS_CLAIM_SPREAD,
   // GPUOS_CLAIM_AHEAD, GPUOS_TILE_BATCH, read at boot). A sum of ones counts the tiles' elements: a tile
   // run twice or skipped changes it. Sizes: fewer tiles than blocks, about a grid, many grids.
   struct Setting {

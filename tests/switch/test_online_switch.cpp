@@ -190,8 +190,8 @@ TEST_CASE("online switch: old images are retired, then unloaded once the runtime
 TEST_CASE("online switch: a shutdown while the idle unload of retired images has the kernel stopped: no error, no hang") {
   // The monitor unloads retired images once the runtime has been idle ~20 ms: it stops the kernel,
   // unloads them one by one (~0.25 ms each on an H100) and relaunches. A shutdown landing in that
-  // window once relaunched an already relaunched kernel, failed with "not suspended" and then waited
-  // for ever in the destructor's frees. Sweep the shutdown across the window.
+  // window must neither relaunch the kernel a second time (an error: "not suspended") nor free memory
+  // under a running kernel (a wait for ever). Sweep the shutdown across the window.
   for (int delay_ms : {21, 25, 30, 36}) {
     CAPTURE(delay_ms);
     Runtime rt;
