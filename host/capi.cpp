@@ -206,6 +206,18 @@ gpuos_status gpuos_load_operator_file(gpuos_runtime* rt, const char* path, gpuos
   return store(out, [&] { return rt->impl.load_operator(path, nullptr); });
 }
 
+gpuos_status gpuos_load_operator_files(gpuos_runtime* rt, const char* const* paths, size_t n, gpuos_generation* out,
+                                       size_t* failed) {
+  GPUOS_REQUIRE(rt && (paths || n == 0), "rt or paths is NULL");
+  for (size_t i = 0; i < n; ++i) GPUOS_REQUIRE(paths[i], "paths[" + std::to_string(i) + "] is NULL");
+  return store(out, [&] {
+    std::vector<std::string> errors;
+    const gpuos_generation g = rt->impl.load_operators(std::vector<std::string>(paths, paths + n), errors);
+    if (failed) *failed = errors.size();
+    return g;
+  });
+}
+
 gpuos_status gpuos_load_operator_source(gpuos_runtime* rt, const char* source_name, const char* source, size_t size,
                                         gpuos_generation* out) {
   GPUOS_REQUIRE(rt && source_name && (source || size == 0), "rt, source_name or source is NULL");

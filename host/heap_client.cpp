@@ -90,11 +90,10 @@ void HeapClient::free_memory() noexcept {
   pool_ = ctl_ = 0;
 }
 
-abi::HeapReply HeapClient::call(Submitter& sub, const ResidentKernel& k, std::uint32_t cmd, std::uint64_t a,
+abi::HeapReply HeapClient::call(Submitter& sub, ResidentKernel& k, std::uint32_t cmd, std::uint64_t a,
                                 std::uint64_t b) {
   if (ctl_ == 0) fail(GPUOS_ERR_UNAVAILABLE, "the runtime has no heap (gpuos_options.heap_bytes is 0)");
-  if (k.state() == KernelState::suspended)
-    fail(GPUOS_ERR_UNAVAILABLE, "the runtime is suspended: heap requests are served by the resident kernel; resume first");
+  ResidentKernel::ServeGuard serving(k);
   std::uint32_t slot = 0;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -136,7 +135,7 @@ abi::HeapReply HeapClient::call(Submitter& sub, const ResidentKernel& k, std::ui
   return out;
 }
 
-void* HeapClient::alloc(Submitter& sub, const ResidentKernel& k, std::uint64_t bytes, std::uint64_t align) {
+void* HeapClient::alloc(Submitter& sub, ResidentKernel& k, std::uint64_t bytes, std::uint64_t align) {
   if (align == 0) align = 16;
   const abi::HeapReply r = call(sub, k, abi::kHeapAlloc, bytes, align);
   switch (r.status) {
@@ -156,7 +155,7 @@ void* HeapClient::alloc(Submitter& sub, const ResidentKernel& k, std::uint64_t b
   }
 }
 
-void HeapClient::free(Submitter& sub, const ResidentKernel& k, void* p) {
+void HeapClient::free(Submitter& sub, ResidentKernel& k, void* p) {
   if (p == nullptr) return;
   const abi::HeapReply r = call(sub, k, abi::kHeapFree, reinterpret_cast<std::uint64_t>(p), 0);
   switch (r.status) {
@@ -172,13 +171,13 @@ void HeapClient::free(Submitter& sub, const ResidentKernel& k, void* p) {
   }
 }
 
-gpuos_heap_stats HeapClient::stats(Submitter& sub, const ResidentKernel& k) {
+gpuos_heap_stats HeapClient::stats(Submitter& sub, ResidentKernel& k) {
   const abi::HeapReply r = call(sub, k, abi::kHeapStats, 0, 0);
   if (r.status != tlsf::kOk) fail(GPUOS_ERR_INTERNAL, "heap stats failed with device status " + std::to_string(r.status));
   return r.stats;
 }
 
-bool HeapClient::check(Submitter& sub, const ResidentKernel& k, std::string& why) {
+bool HeapClient::check(Submitter& sub, ResidentKernel& k, std::string& why) {
   const abi::HeapReply r = call(sub, k, abi::kHeapCheck, 0, 0);
   if (r.check_ok) return true;
   why.assign(r.message, strnlen(r.message, sizeof(r.message)));

@@ -38,15 +38,15 @@ class HeapClient {
   /// Frees the heap's device memory. Only once no kernel runs and the context is healthy.
   void free_memory() noexcept;
 
-  void* alloc(Submitter& sub, const ResidentKernel& k, std::uint64_t bytes, std::uint64_t align);
-  void free(Submitter& sub, const ResidentKernel& k, void* p);
-  gpuos_heap_stats stats(Submitter& sub, const ResidentKernel& k);
+  void* alloc(Submitter& sub, ResidentKernel& k, std::uint64_t bytes, std::uint64_t align);
+  void free(Submitter& sub, ResidentKernel& k, void* p);
+  gpuos_heap_stats stats(Submitter& sub, ResidentKernel& k);
   /// Runs the device-side invariant checker; false with the first violation in `why`.
-  bool check(Submitter& sub, const ResidentKernel& k, std::string& why);
+  bool check(Submitter& sub, ResidentKernel& k, std::string& why);
 
  private:
   /// One request through the ring; returns the device's reply.
-  abi::HeapReply call(Submitter& sub, const ResidentKernel& k, std::uint32_t cmd, std::uint64_t a, std::uint64_t b);
+  abi::HeapReply call(Submitter& sub, ResidentKernel& k, std::uint32_t cmd, std::uint64_t a, std::uint64_t b);
 
   std::uint64_t heap_bytes_ = 0;
   CUdeviceptr ctl_ = 0;

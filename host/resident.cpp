@@ -223,13 +223,33 @@ bool ResidentKernel::stop_if_running(double timeout_s) noexcept {
 }
 
 // ---- suspend / resume / watch ---------------------------------------------------------------------------
+ResidentKernel::ServeGuard::ServeGuard(ResidentKernel& k) : k_(k) {
+  k_.serving_.fetch_add(1, std::memory_order_seq_cst);
+  if (k_.user_suspended_.load(std::memory_order_seq_cst)) {
+    k_.serving_.fetch_sub(1, std::memory_order_seq_cst);
+    fail(GPUOS_ERR_UNAVAILABLE, "the runtime is suspended: this request is served by the resident kernel; resume first");
+  }
+}
+
 void ResidentKernel::suspend() {
   Control c = control();
   run_.check_usable();
   run_.check_open();
   if (!c.running()) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is not running");
+  // New requests are refused from here on; those in flight are served first (the kernel runs).
+  user_suspended_.store(true, std::memory_order_seq_cst);
+  if (!common::wait_until([&] { return serving_.load(std::memory_order_seq_cst) == 0 || run_.faulted(); },
+                          common::Deadline::after(std::chrono::seconds(30)), common::kCompletionBackoff)) {
+    user_suspended_.store(false);
+    fail(GPUOS_ERR_TIMEOUT, "suspend: the heap requests in flight were not served within 30 s (a task may be stuck in an operator)");
+  }
   CtxScope scope(ctx_);
-  c.stop(30.0);
+  try {
+    c.stop(30.0);
+  } catch (...) {
+    user_suspended_.store(false);
+    throw;
+  }
   images_.unload_retired();  // the device is idle anyway
 }
 
@@ -237,9 +257,10 @@ void ResidentKernel::resume() {
   Control c = control();
   run_.check_usable();
   run_.check_open();
-  if (state_.load() != KernelState::suspended) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is not suspended");
+  if (!user_suspended_.load()) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is not suspended");
   CtxScope scope(ctx_);
   c.launch();
+  user_suspended_.store(false);
 }
 
 void ResidentKernel::relaunch_if_suspended() {
@@ -253,6 +274,7 @@ void ResidentKernel::relaunch_if_suspended() {
     CtxScope scope(ctx_);
     c.launch();
   }
+  user_suspended_.store(false);
 }
 
 void ResidentKernel::close(double timeout_s) {

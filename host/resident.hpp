@@ -83,7 +83,23 @@ class ResidentKernel {
   Control control() { return Control(this, std::unique_lock<std::mutex>(control_mutex_)); }
   std::optional<Control> try_control();
 
+  /// Holds off a user's suspend while a request that the running kernel serves (a heap request) is in
+  /// flight; throws Failure(GPUOS_ERR_UNAVAILABLE) when the user has suspended the runtime. Internal
+  /// stops (a generation switch, an idle unload) do not refuse: the request waits in the ring for the
+  /// relaunch, milliseconds at most.
+  class ServeGuard {
+   public:
+    explicit ServeGuard(ResidentKernel& k);
+    ~ServeGuard() { k_.serving_.fetch_sub(1, std::memory_order_seq_cst); }
+    ServeGuard(const ServeGuard&) = delete;
+    ServeGuard& operator=(const ServeGuard&) = delete;
+
+   private:
+    ResidentKernel& k_;
+  };
+
   /// The kernel's blocks finish their current task and the kernel exits; retired images are unloaded.
+  /// Waits first for the requests under a ServeGuard (they complete: the kernel still runs).
   void suspend();
   /// Launches the current image again.
   void resume();
@@ -131,6 +147,8 @@ class ResidentKernel {
 
   std::mutex control_mutex_;
   std::atomic<KernelState> state_{KernelState::stopped};
+  std::atomic<bool> user_suspended_{false};  // suspend() .. resume(): requests are refused
+  std::atomic<int> serving_{0};              // requests under a ServeGuard
   std::atomic<std::uint64_t> launches_{0};
   // Under the control lock:
   std::uint64_t run_id_ = 0;

@@ -125,22 +125,18 @@ OpsDir::OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms) : rt_(rt), di
   if (!fs::is_directory(dir_)) throw std::invalid_argument("--ops-dir: '" + dir_ + "' is not a directory");
   detail::WatchOptions wo;
   wo.debounce = std::chrono::milliseconds(debounce_ms_);
-  wo.report_existing = false;  // loaded below, one by one
+  wo.report_existing = false;  // loaded below, all in one generation
   watcher_ = std::make_unique<WatcherBox>(dir_, wo);
   std::vector<std::string> paths;
   for (const auto& e : fs::directory_iterator(dir_))
     if (e.is_regular_file() && detail::is_watched_name(e.path().filename().string())) paths.push_back(e.path().string());
   std::sort(paths.begin(), paths.end());
   const auto t0 = std::chrono::steady_clock::now();
-  gpuos_generation g{};
-  for (const std::string& p : paths) {
-    try {
-      g = rt_.load_operator_file(p);
-    } catch (const Error& e) {
-      std::fprintf(stderr, "gpuos: operator %s did not load: %s\n", p.c_str(), e.what());
-      ++failures_;
-    }
-  }
+  std::size_t failed = 0;
+  const gpuos_generation g = rt_.load_operator_files(paths, &failed);  // compiled concurrently, one generation
+  for (const Runtime::OpInfo& o : rt_.list_ops())
+    if (o.kind == GPUOS_OP_KIND_FAILED) std::fprintf(stderr, "gpuos: operator %s did not load: %s\n", o.source, o.error);
+  failures_ = static_cast<unsigned>(failed);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("ops-dir %s: %zu sources, %u failed, generation %llu (%.0f ms)\n", dir_.c_str(), paths.size(),
               failures_.load(), static_cast<unsigned long long>(g.number), ms);

@@ -30,8 +30,8 @@ int cmd_ops(std::span<char*> args);
 /// The status file `gpuos run --ops-dir DIR` writes after every change.
 std::string status_file_of(const std::string& dir);
 
-/// An operator directory served by a runtime: every *.cu file in it is loaded at construction (one after the
-/// other, in name order: a generation each), then a thread watches the directory (host/watcher.hpp:
+/// An operator directory served by a runtime: every *.cu file in it is loaded at construction (compiled
+/// concurrently, one generation for all that compile), then a thread watches the directory (host/watcher.hpp:
 /// close-after-write and rename-into, editor temporaries ignored, debounce, content dedupe): a new or changed
 /// file loads as a new generation, a removed one retires its operators. Broken files are logged with
 /// file:line and kept in the status until fixed; the working version keeps serving.

@@ -243,6 +243,13 @@ typedef struct gpuos_generation {
  * version loaded from the same path). `out` may be NULL. */
 GPUOS_API gpuos_status gpuos_load_operator_file(gpuos_runtime* rt, const char* path, gpuos_generation* out);
 
+/* Compiles the operator source files `paths[0..n)` (concurrently) and switches to ONE generation that serves
+ * every one of them that compiles and links with the others. A source that does not is left out and
+ * reported: *failed (may be NULL) receives the number left out, and gpuos_list_ops shows each one's
+ * error (GPUOS_OP_KIND_FAILED rows). GPUOS_OK when the call did that (even if some were left out). */
+GPUOS_API gpuos_status gpuos_load_operator_files(gpuos_runtime* rt, const char* const* paths, size_t n,
+                                                 gpuos_generation* out, size_t* failed);
+
 /* As gpuos_load_operator_file, from a string; `source_name` identifies it (for replacing it later and in
  * diagnostics). Quoted includes are searched in the working directory. */
 GPUOS_API gpuos_status gpuos_load_operator_source(gpuos_runtime* rt, const char* source_name, const char* source,

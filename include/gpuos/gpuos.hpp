@@ -204,6 +204,17 @@ class Runtime {
     detail::check(gpuos_load_operator_file(rt_, path.c_str(), &g));
     return g;
   }
+  /// Loads every file that compiles in one generation; `failed` (may be null) receives how many did not
+  /// (their errors are in list_ops()).
+  Generation load_operator_files(const std::vector<std::string>& paths, std::size_t* failed = nullptr) {
+    std::vector<const char*> p;
+    for (const std::string& s : paths) p.push_back(s.c_str());
+    Generation g{};
+    std::size_t f = 0;
+    detail::check(gpuos_load_operator_files(rt_, p.data(), p.size(), &g, &f));
+    if (failed) *failed = f;
+    return g;
+  }
   Generation load_operator_source(const std::string& name, const std::string& source) {
     Generation g{};
     detail::check(gpuos_load_operator_source(rt_, name.c_str(), source.data(), source.size(), &g));

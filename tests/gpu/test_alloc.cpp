@@ -436,3 +436,41 @@ GPUOS_OPERATOR(heap_touch, HeapTouchArgs, heap_touch_tile)
   rt.free(a);
   require_heap_ok(rt);
 }
+
+TEST_CASE("heap requests are served through generation switches; a user's suspend refuses them, after those in flight") {
+  Runtime rt;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> served{0}, refused{0};
+  std::thread heap_user([&] {
+    while (!stop.load()) {
+      try {
+        rt.free(rt.alloc(4096));
+        served++;
+      } catch (const Error& e) {
+        if (e.status() == GPUOS_ERR_UNAVAILABLE) refused++;
+        else throw;
+      }
+    }
+  });
+  // Generation switches stop and relaunch the kernel: the heap requests in between wait, none is refused.
+  for (int i = 0; i < 6; ++i) {
+    const std::string src = "#include <gpuos/op.cuh>\n__device__ void t(const gpuos::TileCtx&) {}\n"
+                            "GPUOS_OPERATOR_NOARGS(switcher, t)\n// version " + std::to_string(i) + "\n";
+    rt.load_operator_source("switcher.cu", src);
+  }
+  const uint64_t before_suspend = served.load();
+  CHECK(refused.load() == 0);
+  CHECK(before_suspend > 0);
+  rt.suspend();
+  const uint64_t at_suspend = served.load();
+  std::this_thread::sleep_for(50ms);
+  CHECK(served.load() <= at_suspend + 1);  // at most the request that was completing
+  CHECK(refused.load() > 0);               // the user's suspend refuses them
+  rt.resume();
+  const uint64_t at_resume = served.load();
+  std::this_thread::sleep_for(50ms);
+  stop = true;
+  heap_user.join();
+  CHECK(served.load() > at_resume);  // served again after the resume
+  require_heap_ok(rt);
+}
