@@ -239,6 +239,19 @@ extern "C" __global__ void __launch_bounds__(256) bench_add(float* out, const fl
   if (i < n) out[i] = a[i] + b[i];
 }
 
+/// The upper bound of bench_throughput: `tasks` tiny adds of `elems` (<= GPUOS_ELEMS_PER_TILE) floats,
+/// task k on slice k, all in ONE launch; each block runs tasks blockIdx.x, + gridDim.x, ... through the
+/// built-in add tile function, as the resident kernel runs a one-tile add task.
+extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS)
+    bench_fused_adds(float* out, const float* a, const float* b, unsigned long long tasks, unsigned long long elems) {
+  for (unsigned long long k = blockIdx.x; k < tasks; k += gridDim.x) {
+    const unsigned long long at = k * elems;
+    const gpuos_binary_args args{out + at, a + at, b + at, elems};
+    const gpuos::TileCtx ctx{0u, 1u, k, nullptr, nullptr};
+    gpuos::builtin::add_tile(args, ctx);
+  }
+}
+
 /// The built-in add operator's tile function launched as an ordinary kernel: one block per tile, as
 /// the resident kernel runs it, so bench_large compares scheduling, not code.
 extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS)

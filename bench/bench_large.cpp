@@ -9,7 +9,10 @@
 //   direct@R the direct kernel held to the resident kernel's blocks per SM R (dynamic shared memory it
 //           does not use limits its occupancy): a diagnostic that separates what occupancy costs from
 //           what scheduling costs
-// The headline is the largest size: median GB/s over the repetitions, gpuos / direct (target >= 0.9).
+// The verdict is at the target's size, 64M floats, whatever sizes ran: median GB/s over the
+// repetitions, gpuos / direct (target >= 0.9); a run without that size misses it as "not measured".
+// Every method's output is poisoned before its runs at a size and checked right after them, before the
+// next method (a diagnostic kernel included) writes the same buffer.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -22,6 +25,10 @@
 namespace gpuos::bench {
 namespace {
 
+/// The target: at this many floats gpuos moves at least kMinRatio of the direct kernel's GB/s.
+constexpr std::uint64_t kTargetN = 67108864;
+constexpr double kMinRatio = 0.9;
+
 const char* kHelp =
     "usage: bench_large [--device N] [--sizes LIST] [--reps N] [--warmup N] [--sm-budget S] [--blocks-per-sm B] [--json FILE]\n"
     "\n"
@@ -32,8 +39,10 @@ const char* kHelp =
     "Diagnostics after the table: a persistent grid at the resident kernel's register budget running the\n"
     "same tiles (inlined; through a function pointer, per tile or 8 per call; claimed or static; with the\n"
     "largest L1), which says what the call through the jump table costs.\n"
-    "Outputs are checked against a + b for the largest n after each method.\n"
-    "Target: gpuos median GB/s >= 0.9 x direct median GB/s at the largest n.\n"
+    "Every method's output is poisoned before its runs at each n and checked against a + b right after.\n"
+    "Target: gpuos median GB/s >= 0.9 x direct median GB/s at n = 67108864 (64M), whatever LIST holds; a\n"
+    "LIST without it misses the target as not measured.\n"
+    "Exit status: 0 target met, 4 target missed or not measured, 1 error or wrong result, 3 no device, 2 usage.\n"
     "\n"
     "Options:\n"
     "  --device N     CUDA device (default 0)\n"
@@ -54,33 +63,46 @@ struct Config {
   std::string json = "bench_large.json";
 };
 
-float input_a(std::uint64_t i) { return static_cast<float>(i % 4093) * 0.125f; }
-float input_b(std::uint64_t i) { return static_cast<float>((i * 7) % 1021) * 0.25f - 64.0f; }
-
 double gbps(std::uint64_t n, double us) { return 12.0 * static_cast<double>(n) / (us * 1e-6) / 1e9; }
 
-/// Timings of one size, in microseconds.
+/// The diagnostic persistent grids (bench_persistent_add): mode, whether the shared-memory carve-out is
+/// set to the largest L1, and the JSON key of their GB/s.
+struct PersistentVariant {
+  unsigned mode;
+  bool max_l1;
+  const char* key;
+};
+constexpr PersistentVariant kPersistent[] = {
+    {0, false, "persistent_static_inline_gbps"},
+    {1, false, "persistent_static_indirect_gbps"},
+    {2, false, "persistent_claimed_indirect_gbps"},
+    {3, false, "persistent_static_indirect_nobarrier_gbps"},
+    {4, false, "persistent_static_inline_barrier_gbps"},
+    {5, false, "persistent_range8_barrier_gbps"},
+    {6, false, "persistent_range8_gbps"},
+    {1, true, "persistent_static_indirect_barrier_maxl1_gbps"},
+    {5, true, "persistent_range8_barrier_maxl1_gbps"},
+};
+constexpr std::size_t kVariants = std::size(kPersistent);
+
+/// Timings (us) of one size, and the wrong elements each method left (checked right after its runs).
 struct SizeResult {
   std::uint64_t n = 0;
   std::vector<double> direct_event_us, direct_wall_us, gpuos_us;
   std::vector<double> direct_capped_us;  // direct@R (events)
-  std::vector<double> persist_us[9];     // bench_persistent_add modes 0..6; 7, 8: modes 1, 5 with the
-                                         // shared-memory carve-out set to the largest L1
+  std::vector<double> persist_us[kVariants];
+  std::uint64_t direct_wrong = 0, capped_wrong = 0, gpuos_wrong = 0;
+  std::uint64_t persist_wrong[kVariants] = {};
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-/// Elements of out[0, n) that are not a + b (at most the first `n`).
-std::uint64_t count_wrong(const Stream& s, const DeviceArray& out, std::uint64_t n) {
-  std::vector<float> got(n);
-  s.download(got.data(), out.ptr(), n * sizeof(float));
-  std::uint64_t wrong = 0;
-  for (std::uint64_t i = 0; i < n; ++i) wrong += !(got[i] == input_a(i) + input_b(i));
-  return wrong;
-}
+/// The device buffers of every method: inputs, output, the add's scratch word.
+struct Buffers {
+  explicit Buffers(std::uint64_t n) : a(n * 4), b(n * 4), out(n * 4), scratch(sizeof(double)) {}
+  DeviceBuffer a, b, out, scratch;
+  gpuos_binary_args args(std::uint64_t n) const {
+    return gpuos_binary_args{out.as<float>(), a.as<const float>(), b.as<const float>(), n};
+  }
+};
 
 // ---- Direct kernel ----------------------------------------------------------------------------------
 
@@ -89,97 +111,94 @@ std::uint64_t count_wrong(const Stream& s, const DeviceArray& out, std::uint64_t
 unsigned smem_for_blocks_per_sm(CUfunction fn, int per_sm) {
   for (unsigned smem = 0; smem <= 48u * 1024u; smem += 1024u) {
     int got = 0;
-    BENCH_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&got, fn, GPUOS_BLOCK_THREADS, smem));
+    GPUOS_CU_TRY(drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(&got, fn, GPUOS_BLOCK_THREADS, smem));
     if (got <= per_sm) return got == per_sm ? smem : 0u;
   }
   return 0u;
 }
 
-/// `capped_smem` != 0: the direct@R variant (events only, into direct_capped_us).
-void measure_direct(const Config& c, const BenchModule& m, const Stream& s, const DeviceArray& out,
-                    const DeviceArray& a, const DeviceArray& b, const DeviceArray& scratch,
+/// The direct kernel at every size, its output checked after each size's runs. `capped_smem` != 0: the
+/// direct@R variant (events only, into direct_capped_us).
+void measure_direct(const Config& c, const Module& m, const Stream& s, const Buffers& buf,
                     std::vector<SizeResult>& results, unsigned capped_smem = 0) {
-  CUfunction fn = m.get("bench_direct_add");
-  CUevent start = nullptr, stop = nullptr;
-  BENCH_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
-  BENCH_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  const GpuTimer timer;
   for (SizeResult& r : results) {
-    gpuos_binary_args args{out.as<float>(), a.as<const float>(), b.as<const float>(), r.n};
-    CUdeviceptr scratch_ptr = scratch.ptr();
-    void* params[] = {&args, &scratch_ptr};
-    const unsigned grid = gpuos_tiles_for(r.n);
+    gpuos_binary_args args = buf.args(r.n);
+    CUdeviceptr scratch = buf.scratch.ptr();
+    void* params[] = {&args, &scratch};
+    const KernelLaunch k{m.get("bench_direct_add"), gpuos_tiles_for(r.n), GPUOS_BLOCK_THREADS, capped_smem, params};
+    s.poison(buf.out.ptr(), r.n);
     for (int rep = 0; rep < c.warmup + c.reps; ++rep) {
       const std::int64_t t0 = now_ns();
-      BENCH_CU(cuEventRecord(start, s.get()));
-      BENCH_CU(cuLaunchKernel(fn, grid, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, capped_smem, s.get(), params, nullptr));
-      BENCH_CU(cuEventRecord(stop, s.get()));
-      BENCH_CU(cuStreamSynchronize(s.get()));
+      timer.start(s.get());
+      k.launch(s.get());
+      timer.stop(s.get());
+      s.sync();
       const std::int64_t t1 = now_ns();
-      float ms = 0;
-      BENCH_CU(cuEventElapsedTime(&ms, start, stop));
+      const double ms = timer.ms();
       if (rep < c.warmup) continue;
       if (capped_smem) {
-        r.direct_capped_us.push_back(static_cast<double>(ms) * 1e3);
+        r.direct_capped_us.push_back(ms * 1e3);
         continue;
       }
-      r.direct_event_us.push_back(static_cast<double>(ms) * 1e3);
+      r.direct_event_us.push_back(ms * 1e3);
       r.direct_wall_us.push_back(static_cast<double>(t1 - t0) * 1e-3);
     }
+    (capped_smem ? r.capped_wrong : r.direct_wrong) = count_wrong_sums(s, buf.out.ptr(), r.n);
   }
-  BENCH_CU(cuEventDestroy(start));
-  BENCH_CU(cuEventDestroy(stop));
 }
 
-/// The persistent diagnostics (bench_kernels.cu, bench_persistent_add): grid = R blocks per SM.
-void measure_persistent(const Config& c, const BenchModule& m, const Stream& s, const DeviceArray& out,
-                        const DeviceArray& a, const DeviceArray& b, int sms, std::vector<SizeResult>& results) {
+/// The persistent diagnostics (bench_persistent_add): grid = R blocks per SM.
+void measure_persistent(const Config& c, const Module& m, const Stream& s, const Buffers& buf, int sms,
+                        std::vector<SizeResult>& results) {
   CUfunction fn = m.get("bench_persistent_add");
-  DeviceArray counter(sizeof(unsigned));
-  CUevent start = nullptr, stop = nullptr;
-  BENCH_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
-  BENCH_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  DeviceBuffer counter(sizeof(unsigned));
+  const GpuTimer timer;
   const unsigned grid = static_cast<unsigned>(sms) * GPUOS_MIN_BLOCKS_PER_SM;
   for (SizeResult& r : results) {
-    gpuos_binary_args args{out.as<float>(), a.as<const float>(), b.as<const float>(), r.n};
+    gpuos_binary_args args = buf.args(r.n);
     unsigned tiles = gpuos_tiles_for(r.n);
     CUdeviceptr cptr = counter.ptr();
-    for (unsigned slot = 0; slot < 9; ++slot) {
-      unsigned mode = slot < 7 ? slot : (slot == 7 ? 1u : 5u);
-      BENCH_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                                  slot < 7 ? -1 : static_cast<int>(CU_SHAREDMEM_CARVEOUT_MAX_L1)));
+    for (std::size_t v = 0; v < kVariants; ++v) {
+      unsigned mode = kPersistent[v].mode;
+      const int carveout = kPersistent[v].max_l1 ? static_cast<int>(CU_SHAREDMEM_CARVEOUT_MAX_L1) : -1;
+      GPUOS_CU_TRY(drv().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout));
       void* params[] = {&args, &tiles, &mode, &cptr};
+      const KernelLaunch k{fn, grid, GPUOS_BLOCK_THREADS, 0, params};
+      s.poison(buf.out.ptr(), r.n);
       for (int rep = 0; rep < c.warmup + c.reps; ++rep) {
-        BENCH_CU(cuMemsetD32Async(cptr, 0, 1, s.get()));
-        BENCH_CU(cuEventRecord(start, s.get()));
-        BENCH_CU(cuLaunchKernel(fn, grid, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, 0, s.get(), params, nullptr));
-        BENCH_CU(cuEventRecord(stop, s.get()));
-        BENCH_CU(cuStreamSynchronize(s.get()));
-        float ms = 0;
-        BENCH_CU(cuEventElapsedTime(&ms, start, stop));
-        if (rep >= c.warmup) r.persist_us[slot].push_back(static_cast<double>(ms) * 1e3);
+        GPUOS_CU_TRY(drv().cuMemsetD32Async(cptr, 0, 1, s.get()));
+        timer.start(s.get());
+        k.launch(s.get());
+        timer.stop(s.get());
+        const double ms = timer.ms();
+        if (rep >= c.warmup) r.persist_us[v].push_back(ms * 1e3);
       }
+      r.persist_wrong[v] = count_wrong_sums(s, buf.out.ptr(), r.n);
     }
   }
-  BENCH_CU(cuEventDestroy(start));
-  BENCH_CU(cuEventDestroy(stop));
 }
 
 // ---- gpuos ------------------------------------------------------------------------------------------
 
-DeviceInfo measure_gpuos(const Config& c, const DeviceArray& out, const DeviceArray& a, const DeviceArray& b,
-                         std::vector<SizeResult>& results) {
+/// One task per repetition at every size; the output poisoned (by copy: the resident kernel runs) before
+/// each size's runs and checked right after them.
+DeviceInfo measure_gpuos(const Config& c, const Stream& s, const Buffers& buf, std::vector<SizeResult>& results) {
   Options o = Options().with_device(c.device).with_sm_budget(c.sm_budget);
   o.blocks_per_sm = c.blocks_per_sm;
   Runtime rt(o);
   const DeviceInfo info = rt.device_info();
   for (SizeResult& r : results) {
-    const Task t = ops::add(out.as<float>(), a.as<const float>(), b.as<const float>(), r.n);
+    const gpuos_binary_args args = buf.args(r.n);
+    const Task t = ops::add(args.out, args.a, args.b, r.n);
+    poison_by_copy(s, buf.out.ptr(), r.n);
     for (int rep = 0; rep < c.warmup + c.reps; ++rep) {
       const std::int64_t t0 = now_ns();
       rt.wait(rt.submit(t));
       const std::int64_t t1 = now_ns();
       if (rep >= c.warmup) r.gpuos_us.push_back(static_cast<double>(t1 - t0) * 1e-3);
     }
+    r.gpuos_wrong = count_wrong_sums(s, buf.out.ptr(), r.n);
   }
   return info;  // the runtime is destroyed here
 }
@@ -202,41 +221,40 @@ Config parse(int argc, char** argv) {
   return c;
 }
 
+/// "n=...: count" for every size where `wrong` is not zero ("" when none).
+template <class F>
+std::string wrong_sizes(const std::vector<SizeResult>& results, F wrong) {
+  std::string out;
+  for (const SizeResult& r : results)
+    if (const std::uint64_t w = wrong(r))
+      out += (out.empty() ? "" : ", ") + std::to_string(w) + " wrong at n = " + std::to_string(r.n);
+  return out;
+}
+
 int run(int argc, char** argv) {
   const Config c = parse(argc, argv);
   const auto n_max = static_cast<std::uint64_t>(c.sizes.back());
   DeviceContext dev(c.device);
   Stream s;
-  DeviceArray a(n_max * 4), b(n_max * 4), out(n_max * 4), scratch(sizeof(double));
-  {
-    std::vector<float> ha(n_max), hb(n_max);
-    for (std::uint64_t i = 0; i < n_max; ++i) {
-      ha[i] = input_a(i);
-      hb[i] = input_b(i);
-    }
-    s.upload(a.ptr(), ha.data(), a.bytes());
-    s.upload(b.ptr(), hb.data(), b.bytes());
-    s.poison(out.ptr(), n_max);
-  }
+  const Buffers buf(n_max);
+  upload_inputs(s, buf.a, buf.b, n_max);
   std::printf("bench_large on %s (driver %d, %s), %d reps after %d warm-up\n", dev.name.c_str(),
               dev.driver_version, gpuos_build_info(), c.reps, c.warmup);
 
   std::vector<SizeResult> results;
-  for (std::int64_t n : c.sizes) results.push_back(SizeResult{static_cast<std::uint64_t>(n), {}, {}, {}, {}, {}});
+  for (std::int64_t n : c.sizes) {
+    results.emplace_back();
+    results.back().n = static_cast<std::uint64_t>(n);
+  }
   unsigned capped_smem = 0;
   {
-    BenchModule m;  // loaded and unloaded while no resident kernel runs
-    measure_direct(c, m, s, out, a, b, scratch, results);
+    const Module m(bench_kernels_cubin);  // loaded and unloaded while no resident kernel runs
+    measure_direct(c, m, s, buf, results);
     capped_smem = smem_for_blocks_per_sm(m.get("bench_direct_add"), static_cast<int>(GPUOS_MIN_BLOCKS_PER_SM));
-    if (capped_smem) measure_direct(c, m, s, out, a, b, scratch, results, capped_smem);
-    int sms = 0;
-    BENCH_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev.dev));
-    measure_persistent(c, m, s, out, a, b, sms, results);
+    if (capped_smem) measure_direct(c, m, s, buf, results, capped_smem);
+    measure_persistent(c, m, s, buf, dev.sm_count, results);
   }
-  const std::uint64_t direct_wrong = count_wrong(s, out, n_max);
-  s.poison(out.ptr(), n_max);
-  const DeviceInfo info = guarded("gpuos", [&] { return measure_gpuos(c, out, a, b, results); });
-  const std::uint64_t gpuos_wrong = count_wrong(s, out, n_max);
+  const DeviceInfo info = guarded("gpuos", [&] { return measure_gpuos(c, s, buf, results); });
 
   char capped_name[32];
   std::snprintf(capped_name, sizeof capped_name, "direct@%u GB/s", GPUOS_MIN_BLOCKS_PER_SM);
@@ -252,27 +270,43 @@ int run(int argc, char** argv) {
   std::printf("diagnostic, a persistent grid at the resident kernel's budget (GB/s): static+inline, "
               "static+indirect+barrier, claimed+indirect+barrier, static+indirect, static+inline+barrier, "
               "8-tile range call+barrier, 8-tile range call; max L1: static+indirect+barrier, range+barrier\n");
-  for (const SizeResult& r : results)
-    std::printf("%12llu %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", static_cast<unsigned long long>(r.n),
-                gbps(r.n, median(r.persist_us[0])), gbps(r.n, median(r.persist_us[1])),
-                gbps(r.n, median(r.persist_us[2])), gbps(r.n, median(r.persist_us[3])),
-                gbps(r.n, median(r.persist_us[4])), gbps(r.n, median(r.persist_us[5])),
-                gbps(r.n, median(r.persist_us[6])), gbps(r.n, median(r.persist_us[7])),
-                gbps(r.n, median(r.persist_us[8])));
-  const SizeResult& head = results.back();
-  const double head_direct = gbps(head.n, median(head.direct_event_us));
-  const double head_gpuos = gbps(head.n, median(head.gpuos_us));
-  const double ratio = head_gpuos / head_direct;
-  std::printf("n = %llu: gpuos %.1f GB/s / direct %.1f GB/s = %.3f (target >= 0.9: %s)\n",
-              static_cast<unsigned long long>(head.n), head_gpuos, head_direct, ratio, verdict(ratio >= 0.9));
-  std::printf("results: direct %s, gpuos %s\n", direct_wrong ? "WRONG" : "correct", gpuos_wrong ? "WRONG" : "correct");
+  for (const SizeResult& r : results) {
+    std::printf("%12llu", static_cast<unsigned long long>(r.n));
+    for (std::size_t v = 0; v < kVariants; ++v) std::printf(" %10.1f", gbps(r.n, median(r.persist_us[v])));
+    std::printf("\n");
+  }
+
+  Verdicts verdicts("bench_large");
+  const auto head = std::find_if(results.begin(), results.end(), [](const SizeResult& r) { return r.n == kTargetN; });
+  const std::string what = "gpuos / direct median GB/s at n = " + std::to_string(kTargetN);
+  const std::string rule = ">= " + fmt("%g", kMinRatio);
+  double head_direct = 0, head_gpuos = 0, ratio = 0;
+  if (head != results.end()) {
+    head_direct = gbps(head->n, median(head->direct_event_us));
+    head_gpuos = gbps(head->n, median(head->gpuos_us));
+    ratio = head_gpuos / head_direct;
+    verdicts.target(what, ratio, rule, ratio >= kMinRatio,
+                    "gpuos " + fmt("%.1f", head_gpuos) + " GB/s, direct " + fmt("%.1f", head_direct) + " GB/s");
+  } else {
+    verdicts.not_measured(what, rule, "--sizes did not include " + std::to_string(kTargetN));
+  }
+  auto check = [&](const std::string& method, auto wrong) {
+    const std::string w = wrong_sizes(results, wrong);
+    verdicts.check(method + " output at every size", w.empty(), w);
+  };
+  check("direct", [](const SizeResult& r) { return r.direct_wrong; });
+  if (capped_smem) check(capped_name, [](const SizeResult& r) { return r.capped_wrong; });
+  for (std::size_t v = 0; v < kVariants; ++v)
+    check(kPersistent[v].key, [v](const SizeResult& r) { return r.persist_wrong[v]; });
+  check("gpuos", [](const SizeResult& r) { return r.gpuos_wrong; });
 
   JsonWriter j;
   j.begin_object();
   write_header(j, "bench_large", dev);
   write_grid(j, info);
   j.field("direct_capped_blocks_per_sm", GPUOS_MIN_BLOCKS_PER_SM).field("direct_capped_smem", capped_smem);
-  j.field("reps", c.reps).field("warmup", c.warmup).field("sm_budget", c.sm_budget).field("blocks_per_sm", c.blocks_per_sm).field("bytes_per_elem", 12);
+  j.field("reps", c.reps).field("warmup", c.warmup).field("sm_budget", c.sm_budget);
+  j.field("blocks_per_sm", c.blocks_per_sm).field("bytes_per_elem", 12);
   j.begin_array("sizes");
   for (const SizeResult& r : results) {
     j.begin_object().field("n", r.n).field("tiles", gpuos_tiles_for(r.n));
@@ -281,36 +315,29 @@ int run(int argc, char** argv) {
     LatencySummary::of(r.gpuos_us).write(j, "gpuos_us", false);
     j.array("direct_event_us_raw", r.direct_event_us).array("gpuos_us_raw", r.gpuos_us);
     if (!r.direct_capped_us.empty())
-      j.field("direct_capped_median_gbps", gbps(r.n, median(r.direct_capped_us)));
-    j.field("persistent_static_inline_gbps", gbps(r.n, median(r.persist_us[0])))
-        .field("persistent_static_indirect_gbps", gbps(r.n, median(r.persist_us[1])))
-        .field("persistent_claimed_indirect_gbps", gbps(r.n, median(r.persist_us[2])))
-        .field("persistent_static_indirect_nobarrier_gbps", gbps(r.n, median(r.persist_us[3])))
-        .field("persistent_static_inline_barrier_gbps", gbps(r.n, median(r.persist_us[4])))
-        .field("persistent_range8_barrier_gbps", gbps(r.n, median(r.persist_us[5])))
-        .field("persistent_range8_gbps", gbps(r.n, median(r.persist_us[6])))
-        .field("persistent_static_indirect_barrier_maxl1_gbps", gbps(r.n, median(r.persist_us[7])))
-        .field("persistent_range8_barrier_maxl1_gbps", gbps(r.n, median(r.persist_us[8])));
+      j.field("direct_capped_median_gbps", gbps(r.n, median(r.direct_capped_us)))
+          .field("direct_capped_wrong_elems", r.capped_wrong);
+    for (std::size_t v = 0; v < kVariants; ++v) j.field(kPersistent[v].key, gbps(r.n, median(r.persist_us[v])));
     j.field("direct_median_gbps", gbps(r.n, median(r.direct_event_us)))
         .field("direct_wall_median_gbps", gbps(r.n, median(r.direct_wall_us)))
         .field("gpuos_median_gbps", gbps(r.n, median(r.gpuos_us)))
         .field("gpuos_over_direct", gbps(r.n, median(r.gpuos_us)) / gbps(r.n, median(r.direct_event_us)))
+        .field("direct_wrong_elems", r.direct_wrong)
+        .field("gpuos_wrong_elems", r.gpuos_wrong)
         .end_object();
   }
   j.end_array();
-  j.begin_object("summary")
-      .field("n", head.n)
-      .field("direct_median_gbps", head_direct)
-      .field("gpuos_median_gbps", head_gpuos)
-      .field("gpuos_over_direct", ratio)
-      .field("target_min_ratio", 0.9)
-      .field("ratio_pass", ratio >= 0.9)
-      .field("direct_wrong_elems", direct_wrong)
-      .field("gpuos_wrong_elems", gpuos_wrong)
-      .end_object();
-  j.end_object();
-  save_json(j, c.json);
-  return direct_wrong == 0 && gpuos_wrong == 0 ? 0 : 1;
+  // The target's size; its GB/s fields only when it was measured.
+  j.begin_object("summary").field("n", kTargetN).field("measured", head != results.end());
+  if (head != results.end())
+    j.field("direct_median_gbps", head_direct)
+        .field("gpuos_median_gbps", head_gpuos)
+        .field("gpuos_over_direct", ratio)
+        .field("ratio_pass", ratio >= kMinRatio)
+        .field("direct_wrong_elems", head->direct_wrong)
+        .field("gpuos_wrong_elems", head->gpuos_wrong);
+  j.field("target_min_ratio", kMinRatio).end_object();
+  return verdicts.conclude(j, c.json);
 }
 
 }  // namespace

@@ -27,6 +27,9 @@
   X(cuDevicePrimaryCtxSetFlags)                 \
   X(cuCtxSetCurrent)                            \
   X(cuCtxGetCurrent)                            \
+  X(cuCtxCreate)                                \
+  X(cuCtxDestroy)                               \
+  X(cuCtxSetLimit)                              \
   X(cuModuleLoadData)                           \
   X(cuModuleUnload)                             \
   X(cuModuleGetFunction)                        \

@@ -26,6 +26,22 @@ std::string hex(std::uint64_t v) {
 
 }  // namespace
 
+HeapGeometry heap_geometry(std::uint64_t heap_bytes, std::uint32_t arenas, std::uint32_t sm_count) {
+  HeapGeometry g;
+  g.bytes = heap_bytes & ~15ull;
+  g.large_bytes = g.bytes >= (16ull << 20) ? (g.bytes / 4) & ~(tlsf::kArenaGranule - 1) : 0;
+  const std::uint64_t small = g.bytes - g.large_bytes;
+  std::uint64_t n = arenas;
+  if (n == 0)
+    n = std::max<std::uint64_t>(1, std::min<std::uint64_t>(std::uint64_t(kAutoArenasPerSm) * sm_count,
+                                                           small / kMinAutoArena));
+  if (small / n < tlsf::kMinArenaBytes)
+    fail(GPUOS_ERR_INVALID_ARG, "heap_arenas = " + std::to_string(n) + " leaves less than 4 KiB per arena of a " +
+                                    std::to_string(g.bytes) + "-byte heap");
+  g.arenas = static_cast<std::uint32_t>(n);
+  return g;
+}
+
 HeapClient::HeapClient(const gpuos_options& o, const gpuos_device_info& info, CUmodule module, CUstream stream)
     : heap_bytes_(o.heap_bytes) {
   void* p = nullptr;
@@ -37,15 +53,8 @@ HeapClient::HeapClient(const gpuos_options& o, const gpuos_device_info& info, CU
   if (o.heap_bytes == 0) return;
 
   try {
-    const std::uint64_t bytes = o.heap_bytes & ~15ull;
-    const std::uint64_t large = bytes >= (16ull << 20) ? (bytes / 4) & ~(tlsf::kArenaGranule - 1) : 0;
-    std::uint64_t arenas = o.heap_arenas;
-    if (arenas == 0)
-      arenas = std::max<std::uint64_t>(1, std::min<std::uint64_t>(std::uint64_t(kAutoArenasPerSm) * info.sm_count,
-                                                                  (bytes - large) / kMinAutoArena));
-    if ((bytes - large) / arenas < tlsf::kMinArenaBytes)
-      fail(GPUOS_ERR_INVALID_ARG, "heap_arenas = " + std::to_string(arenas) + " leaves less than 4 KiB per arena of a " +
-                                      std::to_string(bytes) + "-byte heap");
+    const HeapGeometry geo = heap_geometry(o.heap_bytes, o.heap_arenas, static_cast<std::uint32_t>(info.sm_count));
+    const std::uint64_t bytes = geo.bytes, large = geo.large_bytes, arenas = geo.arenas;
     GPUOS_CU_TRY(drv().cuMemAlloc(&ctl_, tlsf::control_bytes(static_cast<std::uint32_t>(arenas))));
     GPUOS_CU_TRY(drv().cuMemAlloc(&pool_, bytes));
 

@@ -20,13 +20,23 @@
 
 namespace gpuos::detail {
 
+/// How the runtime lays out a heap (also what the benchmarks measure gpuos's allocator at).
+struct HeapGeometry {
+  std::uint64_t bytes = 0;        ///< the pool, a multiple of 16
+  std::uint64_t large_bytes = 0;  ///< the large arena at its end (0: none)
+  std::uint32_t arenas = 0;       ///< small arenas
+};
+/// A quarter of a heap of 16 MiB or more is the large arena; the rest is `arenas` small arenas or, when
+/// 0, 8 per SM but none below 1 MiB (docs/allocator.md). Throws Failure(GPUOS_ERR_INVALID_ARG) when a
+/// small arena would get less than 4 KiB.
+HeapGeometry heap_geometry(std::uint64_t heap_bytes, std::uint32_t arenas, std::uint32_t sm_count);
+
 class HeapClient {
  public:
   static constexpr std::uint32_t kReplySlots = 64;
 
   /// Allocates the reply records and, when o.heap_bytes > 0, the heap, initialised by the boot image's
-  /// kernels (`module`) on `stream`. Geometry: a quarter of a heap of 16 MiB or more is the large arena;
-  /// the rest is o.heap_arenas small arenas, or 8 per SM but none below 1 MiB (docs/allocator.md).
+  /// kernels (`module`) on `stream`, laid out by heap_geometry().
   HeapClient(const gpuos_options& o, const gpuos_device_info& info, CUmodule module, CUstream stream);
   /// Frees the reply records (pinned memory); the device memory only through free_memory().
   ~HeapClient();

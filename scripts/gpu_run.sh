@@ -9,7 +9,8 @@
 # Environment: REPEAT (runs of each test binary, default 1), STEP_TIMEOUT (seconds per step, default 300),
 # BENCH_ARGS_<part> (extra arguments of that benchmark, e.g. BENCH_ARGS_large="--sizes 67108864").
 # Logs and JSON go to OUT_DIR/logs, packed into OUT_DIR/logs.tar.gz; a summary line per step goes to
-# OUT_DIR/summary.txt (and stdout). Exit status: 0 when every step passed.
+# OUT_DIR/summary.txt (and stdout). Exit status: 0 when every step passed (a benchmark passes when it met
+# every target).
 set -u
 out=${1:?usage: scripts/gpu_run.sh OUT_DIR [BUILD_DIR] [PART...]}
 build=${2:-build}
@@ -66,6 +67,8 @@ step() {  # step NAME LOG COMMAND...
   if [ $rc -ne 0 ]; then
     verdict="FAIL (exit $rc)"
     [ $rc -eq 124 ] && verdict="FAIL (timed out)"
+    # A benchmark that ran and checked its results but missed a target (bench/README.md: exit statuses).
+    [ $rc -eq 4 ] && verdict="TARGET MISSED (exit 4)"
     status=1
   fi
   printf '%-28s %-24s %4ds\n' "$name" "$verdict" $((SECONDS - t0)) | tee -a "$summary"
@@ -91,8 +94,8 @@ for part in "${parts[@]}"; do
       extra_var=BENCH_ARGS_$part
       # shellcheck disable=SC2086  # word splitting of the extra arguments is intended
       step "bench_$part" "$logs/bench_$part.log" "$build/bench/bench_$part" --json "$logs/bench_$part.json" ${!extra_var:-}
-      # The closing lines of a benchmark are its verdicts.
-      grep -E "target|ratio|p50|GB/s" "$logs/bench_$part.log" | tail -n 12 >>"$summary" ;;
+      # A benchmark's verdicts: one TARGET line per target, CHECK lines, the RESULT line.
+      grep -E "^(TARGET|CHECK|RESULT)" "$logs/bench_$part.log" | sed 's/^/    /' >>"$summary" ;;
     *) echo "gpu_run: unknown part '$part'" | tee -a "$summary"; status=1 ;;
   esac
 done

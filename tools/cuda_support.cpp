@@ -1,5 +1,7 @@
 #include "tools/cuda_support.hpp"
 
+#include <cstring>
+
 #include "host/cu_check.hpp"
 #include "host/driver.hpp"
 
@@ -79,6 +81,73 @@ CUfunction Module::get(const char* name) const {
   CUfunction f = nullptr;
   GPUOS_CU_TRY(drv().cuModuleGetFunction(&f, mod_, name));
   return f;
+}
+
+MappedHost::MappedHost(std::size_t bytes) {
+  detail::load_driver();
+  GPUOS_CU_TRY(drv().cuMemHostAlloc(&host_, bytes ? bytes : 1, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  std::memset(host_, 0, bytes);
+  try {
+    GPUOS_CU_TRY(drv().cuMemHostGetDevicePointer(&dev_, host_, 0));
+  } catch (...) {
+    drv().cuMemFreeHost(host_);
+    throw;
+  }
+}
+
+MappedHost::~MappedHost() {
+  if (host_) drv().cuMemFreeHost(host_);
+}
+
+Event::Event() {
+  detail::load_driver();
+  GPUOS_CU_TRY(drv().cuEventCreate(&e_, CU_EVENT_DEFAULT));
+}
+
+Event::~Event() {
+  if (e_) drv().cuEventDestroy(e_);
+}
+
+void KernelLaunch::launch(CUstream s) const {
+  GPUOS_CU_TRY(drv().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, s, params, nullptr));
+}
+
+KernelGraph::KernelGraph() {
+  detail::load_driver();
+  GPUOS_CU_TRY(drv().cuGraphCreate(&graph_, 0));
+}
+
+KernelGraph::~KernelGraph() {
+  if (exec_) drv().cuGraphExecDestroy(exec_);
+  if (graph_) drv().cuGraphDestroy(graph_);
+}
+
+void KernelGraph::add(const KernelLaunch& k) {
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = k.fn;
+  p.gridDimX = k.grid;
+  p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = k.block;
+  p.blockDimY = p.blockDimZ = 1;
+  p.sharedMemBytes = k.smem;
+  p.kernelParams = k.params;
+  CUgraphNode node = nullptr;
+  GPUOS_CU_TRY(drv().cuGraphAddKernelNode(&node, graph_, nullptr, 0, &p));
+}
+
+void KernelGraph::instantiate() { GPUOS_CU_TRY(drv().cuGraphInstantiate(&exec_, graph_, 0)); }
+
+void KernelGraph::launch(CUstream s) const { GPUOS_CU_TRY(drv().cuGraphLaunch(exec_, s)); }
+
+OwnContext::OwnContext(CUdevice dev) {
+  detail::load_driver();
+  GPUOS_CU_TRY(drv().cuCtxGetCurrent(&previous_));
+  GPUOS_CU_TRY(drv().cuCtxCreate(&ctx_, nullptr, 0, dev));
+}
+
+OwnContext::~OwnContext() {
+  if (ctx_) drv().cuCtxDestroy(ctx_);
+  drv().cuCtxSetCurrent(previous_);
 }
 
 namespace {

@@ -88,6 +88,81 @@ class Module {
   CUmodule mod_ = nullptr;
 };
 
+/// Pinned host memory mapped into the device's address space (a doorbell, a flag the GPU polls): the
+/// host writes and reads it through host(), kernels through device(). Zeroed at allocation.
+class MappedHost {
+ public:
+  explicit MappedHost(std::size_t bytes);
+  ~MappedHost();
+  MappedHost(const MappedHost&) = delete;
+  MappedHost& operator=(const MappedHost&) = delete;
+  template <class T>
+  T* host(std::size_t offset_elems = 0) const { return static_cast<T*>(host_) + offset_elems; }
+  /// The device address of host<T>(offset_elems).
+  template <class T>
+  CUdeviceptr device(std::size_t offset_elems = 0) const { return dev_ + offset_elems * sizeof(T); }
+
+ private:
+  void* host_ = nullptr;
+  CUdeviceptr dev_ = 0;
+};
+
+/// A CUDA event (for timing with cuEventElapsedTime).
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  CUevent get() const { return e_; }
+
+ private:
+  CUevent e_ = nullptr;
+};
+
+/// A kernel launch, as a plain launch or a graph node: one function, a 1-D grid and block, its arguments.
+struct KernelLaunch {
+  CUfunction fn = nullptr;
+  unsigned grid = 1, block = 1, smem = 0;
+  void** params = nullptr;
+  void launch(CUstream s) const;
+};
+
+/// A CUDA graph of independent kernel nodes: add() them, instantiate() once, launch() replays it.
+class KernelGraph {
+ public:
+  KernelGraph();
+  ~KernelGraph();
+  KernelGraph(const KernelGraph&) = delete;
+  KernelGraph& operator=(const KernelGraph&) = delete;
+  /// A node with no dependencies; its arguments are copied.
+  void add(const KernelLaunch& k);
+  void instantiate();
+  void launch(CUstream s) const;
+
+ private:
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+};
+
+/// A context of its own (not the primary one) on a device, current on the constructing thread until
+/// it is destroyed; then the context that was current before is current again. Context-wide settings
+/// that the primary context cannot take back (CUDA's device malloc heap size, fixed once a kernel that
+/// calls malloc has run) start fresh in each. Everything made in it (buffers, streams, modules) must be
+/// destroyed before it.
+class OwnContext {
+ public:
+  explicit OwnContext(CUdevice dev);
+  ~OwnContext();
+  OwnContext(const OwnContext&) = delete;
+  OwnContext& operator=(const OwnContext&) = delete;
+  CUcontext get() const { return ctx_; }
+
+ private:
+  CUcontext ctx_ = nullptr;
+  CUcontext previous_ = nullptr;
+};
+
 /// The process's copy stream (created on first use, in the context ensure_context() makes current).
 const Stream& copy_stream();
 

@@ -30,14 +30,19 @@ int cmd_ops(std::span<char*> args);
 /// The status file `gpuos run --ops-dir DIR` writes after every change.
 std::string status_file_of(const std::string& dir);
 
+/// How long a file in the operator directory must stay unchanged before it is loaded (an editor's save
+/// is several writes, or a write and a rename: one load per save). bench_hotpatch's save -> new code time
+/// includes it.
+inline constexpr unsigned kOpsDirDebounceMs = 20;
+
 /// An operator directory served by a runtime: every *.cu file in it is loaded at construction (compiled
-/// concurrently, one generation for all that compile), then a thread watches the directory (host/watcher.hpp:
-/// close-after-write and rename-into, editor temporaries ignored, debounce, content dedupe): a new or changed
-/// file loads as a new generation, a removed one retires its operators. Broken files are logged with
-/// file:line and kept in the status until fixed; the working version keeps serving.
+/// concurrently, one generation for all that compile), then a thread watches the directory
+/// (host/watcher.hpp: close-after-write and rename-into, editor temporaries ignored, debounce, content
+/// dedupe): a new or changed file loads as a new generation, a removed one retires its operators. Broken
+/// files are logged with file:line and kept in the status until fixed; the working version keeps serving.
 class OpsDir {
  public:
-  OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms = 20);
+  OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms = kOpsDirDebounceMs);
   ~OpsDir();
   OpsDir(const OpsDir&) = delete;
   OpsDir& operator=(const OpsDir&) = delete;

@@ -15,23 +15,14 @@
 #include <vector>
 
 #include "tests/gpu/gpu_fixture.hpp"
+#include "tools/tag_operator.hpp"
 
 namespace gpuos::test {
 
-/// Operator `name`: out[0] += version (one thread). A task run twice leaves 2 * version; a task never
-/// run leaves 0; versions are powers of two, so every outcome is distinguishable.
-inline std::string tag_source(const std::string& name, unsigned version) {
-  return "#include \"gpuos/op.cuh\"\n"
-         "struct TagArgs { float* out; unsigned long long pad; };\n"
-         "__device__ void " + name + "_tile(const TagArgs& a, const gpuos::TileCtx&) {\n"
-         "  if (threadIdx.x == 0) *a.out += " + std::to_string(version) + ".0f;\n"
-         "}\n"
-         "GPUOS_OPERATOR(" + name + ", TagArgs, " + name + "_tile)\n";
-}
-struct TagArgs {
-  float* out;
-  unsigned long long pad;
-};
+/// The tagging operator (tools/tag_operator.hpp). Versions here are powers of two, so a task run twice
+/// (2 * version) or never (0) cannot pass for another version.
+using tools::tag_source;
+using tools::TagArgs;
 
 /// Threads that submit tag tasks to op id `op()` (re-read before each submit) until stopped or full.
 class Load {
