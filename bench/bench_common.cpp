@@ -1,5 +1,10 @@
 #include "bench/bench_common.hpp"
 
+#include <execinfo.h>
+#include <unistd.h>
+
+#include <csignal>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -148,8 +153,23 @@ void die(const std::string& what) {
   std::_Exit(kExitError);
 }
 
+namespace {
+/// A crash says where: the stack's return addresses (binary+offset, for addr2line) on stderr, then the
+/// signal's default action (the exit status stays 128 + signal).
+void on_crash(int sig) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  const char msg[] = "bench: crashed; stack (resolve with addr2line -e <binary> -f -C <offset>):\n";
+  (void)!write(2, msg, sizeof(msg) - 1);
+  backtrace_symbols_fd(frames, n, 2);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+}  // namespace
+
 int run_main(const char* bench, int (*fn)(int, char**), int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a log cut short by a timeout still shows the last line
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) std::signal(sig, on_crash);
   auto report = [&](const char* what, gpuos_status s) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s: error: %s\n", bench, one_line(what).c_str());

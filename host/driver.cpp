@@ -12,6 +12,22 @@
 namespace gpuos::detail {
 namespace {
 
+// Each entry is resolved by its name through cuGetProcAddress, which returns the version of that name
+// cuda.h's CUDA_VERSION declares (cuMemAlloc -> cuMemAlloc_v2). A name cuda.h maps to a DIFFERENT function
+// (cuGraphInstantiate -> cuGraphInstantiateWithFlags, whose arguments differ from the driver's
+// "cuGraphInstantiate") would resolve to the wrong one: list the function it maps to instead.
+constexpr bool same_function(const char* listed, const char* declared) {
+  while (*listed)
+    if (*listed++ != *declared++) return false;
+  return *declared == '\0' || *declared == '_';  // the name itself or a versioned one (_v2)
+}
+#define GPUOS_DRIVER_STR_(x) #x
+#define GPUOS_DRIVER_XSTR_(x) GPUOS_DRIVER_STR_(x)
+#define GPUOS_DRIVER_CHECK(name) \
+  static_assert(same_function(#name, GPUOS_DRIVER_XSTR_(name)), "cuda.h maps " #name " to another function: list that one");
+GPUOS_DRIVER_FUNCTIONS(GPUOS_DRIVER_CHECK)
+#undef GPUOS_DRIVER_CHECK
+
 Driver g_driver;
 std::atomic<bool> g_loaded{false};
 std::mutex g_mutex;

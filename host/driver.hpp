@@ -63,7 +63,7 @@
   X(cuMemsetD32Async)                           \
   X(cuGraphCreate)                              \
   X(cuGraphAddKernelNode)                       \
-  X(cuGraphInstantiate)                         \
+  X(cuGraphInstantiateWithFlags)                \
   X(cuGraphLaunch)                              \
   X(cuGraphExecDestroy)                         \
   X(cuGraphDestroy)

@@ -135,7 +135,7 @@ void KernelGraph::add(const KernelLaunch& k) {
   GPUOS_CU_TRY(drv().cuGraphAddKernelNode(&node, graph_, nullptr, 0, &p));
 }
 
-void KernelGraph::instantiate() { GPUOS_CU_TRY(drv().cuGraphInstantiate(&exec_, graph_, 0)); }
+void KernelGraph::instantiate() { GPUOS_CU_TRY(drv().cuGraphInstantiateWithFlags(&exec_, graph_, 0)); }
 
 void KernelGraph::launch(CUstream s) const { GPUOS_CU_TRY(drv().cuGraphLaunch(exec_, s)); }
 
