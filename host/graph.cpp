@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include "common/error.hpp"
 
@@ -16,8 +15,8 @@ std::uint32_t Graph::add_node(const gpuos_task& t) {
                                     std::to_string(GPUOS_MAX_ARG_BYTES));
   if (t.arg_bytes != 0 && !t.args) fail(GPUOS_ERR_INVALID_ARG, "graph node: args is NULL");
   if (t.op >= GPUOS_MAX_OPS) fail(GPUOS_ERR_INVALID_ARG, "graph node: unknown operator id " + std::to_string(t.op));
-  if (nodes_.size() >= GPUOS_MAX_GRAPH_NODES)
-    fail(GPUOS_ERR_INVALID_ARG, "a graph holds at most " + std::to_string(GPUOS_MAX_GRAPH_NODES) + " nodes");
+  if (nodes_.size() >= kMaxGraphNodes)
+    fail(GPUOS_ERR_INVALID_ARG, "a graph holds at most " + std::to_string(kMaxGraphNodes) + " nodes");
   abi::Payload p;
   std::memset(&p, 0, sizeof(p));
   p.op = static_cast<std::uint16_t>(t.op);

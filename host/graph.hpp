@@ -1,7 +1,6 @@
 // Task graphs, host side: building a graph (nodes with operators and arguments, edges), checking it, and
-// the plan an instantiation uploads (successor lists, in-degrees, roots). Pure logic: no CUDA; unit-tested
-// on the CPU (tests/unit/test_graph.cpp). The device side of an instantiated graph is kernel/wire.h's
-// GraphExec; host/graph_exec.hpp owns its memory.
+// the plan an instantiation uploads (successor lists, in-degrees, roots, a topological order). Pure logic:
+// no CUDA; unit-tested on the CPU (tests/unit/test_graph.cpp).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +11,9 @@
 #include "kernel/wire.h"
 
 namespace gpuos::detail {
+
+/// Most nodes one graph holds (the device's records of an instance are 256 bytes each).
+inline constexpr std::uint32_t kMaxGraphNodes = 1u << 20;
 
 /// A graph being built. Node ids are dense from 0 in the order nodes were added.
 class Graph {
