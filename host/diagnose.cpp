@@ -44,10 +44,10 @@ std::string diagnose(const Snapshot& s) {
   line("device: head=" + u(ds.head) + " claim=" + u(ds.claim) + " closed=" + u(ds.closed) + " launches=" + u(ds.launches) +
        " board:" + (board.empty() ? " empty" : board));
   if (t < s.issued) {
-    const abi::DqEntry& e = s.dq[t & mask];
+    const abi::TaskRecord& e = s.dq[t & mask];
     line("device queue entry of ticket " + u(t) + ": ticket=" + u(e.ticket) + " claim.remaining=" +
          std::to_string(abi::claim_remaining(e.claim)) + " claim.tag=" + u(static_cast<std::uint32_t>(e.claim)) +
-         " pending=" + u(e.pending) + " op=" + u(e.payload.op) + " tiles=" + u(e.payload.tiles) + " mark=" + u(e.pad));
+         " pending=" + u(e.pending) + " op=" + u(e.payload.op) + " tiles=" + u(e.payload.tiles) + " mark=" + u(e.mark));
   }
   // Every pending ticket without a completion record (the first few in detail).
   std::uint64_t missing = 0;
@@ -55,10 +55,10 @@ std::string diagnose(const Snapshot& s) {
     const abi::Completion& c = s.pending_records[k - t];
     if (c.seq == k + 1) continue;
     if (++missing <= 16) {
-      const abi::DqEntry& d = s.dq[k & mask];
+      const abi::TaskRecord& d = s.dq[k & mask];
       line("  missing ticket " + u(k) + ": completion seq=" + u(c.seq) + " status=" + u(c.status) + " detail=" +
            u(c.detail) + "; entry ticket=" + u(d.ticket) + " remaining=" + std::to_string(abi::claim_remaining(d.claim)) +
-           " pending=" + u(d.pending) + " mark=" + u(d.pad));
+           " pending=" + u(d.pending) + " mark=" + u(d.mark));
     }
   }
   if (t < s.issued) line("pending tickets without a completion: " + u(missing) + " of " + u(s.issued - t));

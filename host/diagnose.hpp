@@ -34,7 +34,7 @@ struct Snapshot {
   bool have_device = false;
   std::string device_error;  ///< why the device state could not be read
   abi::DeviceState device{};
-  std::vector<abi::DqEntry> dq;       ///< the whole device queue, indexed by ticket % capacity
+  std::vector<abi::TaskRecord> dq;       ///< the whole device queue, indexed by ticket % capacity
   std::vector<std::uint64_t> trace;   ///< the flight recorder (GPUOS_TRACE=1), else empty
 };
 

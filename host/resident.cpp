@@ -46,9 +46,9 @@ ResidentKernel::ResidentKernel(CUcontext ctx, ImageSet& images, RunState& run, c
     stop_snapshot_ = static_cast<abi::DeviceState*>(p);
 
     GPUOS_CU_TRY(drv().cuMemAlloc(&dstate_, sizeof(abi::DeviceState)));
-    GPUOS_CU_TRY(drv().cuMemAlloc(&dq_, cap * sizeof(abi::DqEntry)));
+    GPUOS_CU_TRY(drv().cuMemAlloc(&dq_, cap * sizeof(abi::TaskRecord)));
     GPUOS_CU_TRY(drv().cuMemsetD8Async(dstate_, 0, sizeof(abi::DeviceState), stream_));
-    GPUOS_CU_TRY(drv().cuMemsetD8Async(dq_, 0, cap * sizeof(abi::DqEntry), stream_));
+    GPUOS_CU_TRY(drv().cuMemsetD8Async(dq_, 0, cap * sizeof(abi::TaskRecord), stream_));
     if (cfg.trace) {
       const std::size_t bytes = std::size_t{abi::kTraceRecords} * abi::kTraceWords * sizeof(std::uint64_t);
       GPUOS_CU_TRY(drv().cuMemAlloc(&trace_, bytes));
@@ -119,7 +119,7 @@ void ResidentKernel::launch_locked() {
   lp.completions = completions_;
   lp.control = control_;
   lp.state = reinterpret_cast<abi::DeviceState*>(dstate_);
-  lp.dq = reinterpret_cast<abi::DqEntry*>(dq_);
+  lp.dq = reinterpret_cast<abi::TaskRecord*>(dq_);
   lp.run_id = run;
   lp.log2_capacity = queue_->log2_capacity();
   lp.abi_version = GPUOS_ABI_VERSION;
@@ -354,7 +354,7 @@ void ResidentKernel::snapshot(Snapshot& s) {
     if (!diag_stream_) GPUOS_CU_TRY(drv().cuStreamCreate(&diag_stream_, CU_STREAM_NON_BLOCKING));
     s.dq.resize(s.capacity);
     GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(&s.device, dstate_, sizeof(s.device), diag_stream_));
-    GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(s.dq.data(), dq_, s.dq.size() * sizeof(abi::DqEntry), diag_stream_));
+    GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(s.dq.data(), dq_, s.dq.size() * sizeof(abi::TaskRecord), diag_stream_));
     if (trace_) {
       s.trace.resize(std::size_t{abi::kTraceRecords} * abi::kTraceWords);
       GPUOS_CU_TRY(drv().cuMemcpyDtoHAsync(s.trace.data(), trace_, s.trace.size() * sizeof(std::uint64_t), diag_stream_));

@@ -15,10 +15,11 @@
 #include <cooperative_groups.h>
 #include <cuda/atomic>
 
-#include "kernel/wire.h"
 #include "gpuos/op.cuh"
-#include "kernel/window.hpp"
+#include "kernel/deps.hpp"
 #include "kernel/heap_ops.cuh"
+#include "kernel/window.hpp"
+#include "kernel/wire.h"
 
 extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS];
 extern "C" __device__ const unsigned int gpuos_image_abi_version = GPUOS_ABI_VERSION;
@@ -64,7 +65,13 @@ __device__ __forceinline__ void store_sys_u64(void* p, unsigned long long v) {
 }
 
 // ---- per-block shared state ----------------------------------------------------------------------
-enum Action : uint32_t { kIdle, kRunOwn, kHelp, kExit };
+enum Action : uint32_t { kIdle, kRunOwn, kHelp, kRunNext, kRunChain, kSpecial, kExit };
+
+/// Graph nodes made ready at once (a node's successors, a launch's roots) go out in rounds of this many.
+inline constexpr uint32_t kReadyRound = GPUOS_BLOCK_THREADS;
+/// Continuations a block runs in a row before it offers the next one to the board and looks at its own
+/// ticket and its chain: a long dependent chain keeps one block busy, but not for ever.
+inline constexpr uint32_t kMaxStreak = 32;
 
 struct BlockShared {
   /// This image's jump-table rows, copied at launch: the rows cannot change while an image runs, and
@@ -72,10 +79,10 @@ struct BlockShared {
   /// drops the L1 copy).
   OpEntry ops[GPUOS_MAX_OPS];
   Payload payload;  // the task being run (args read from here by every thread)
-  /// What the running batch of tiles is told (the adapter copies it; complete() reads ticket and scratch).
+  /// What the running batch of tiles is told (the adapter copies it; finish() reads ticket and scratch).
   TileCtx ctx;
   double local_scratch;  // scratch of a task the front end runs itself
-  uint64_t ticket;
+  uint64_t ticket;  // of the record being run (load_meta)
   uint32_t action;
   uint32_t valid;  // the claim got tiles
   uint32_t tile;
@@ -84,7 +91,29 @@ struct BlockShared {
   uint32_t board_slot;
   TileClaims claims;  // how the running batch's adapter claims on (work_entry)
   unsigned long long stamps[5];  // the front end's flight recorder: a lone task's step times (run_lone)
+  // The rest of the record being run, read with its payload (load_meta). (New fields go last: on an H100
+  // build, moving the fields above had the front end's loop spill a register per chunk copied.)
+  uint64_t cause;  // TaskRecord::cause as read (meaningful for graph nodes and tasks with dependencies)
+  uint64_t exec;   // graph nodes: their GraphExec; 0: a host ticket
+  uint32_t node, sinks, succ_begin, succ_count;
+  // Ready records this block keeps (thread 0's): the one it runs next, unarmed (its continuation), and
+  // armed ones that found no board slot, chained through TaskRecord::next_ready.
+  uint64_t next;
+  uint64_t chain;
+  // Graph nodes made ready in one round (node_done, graph_start: GraphScratch::ready_nodes) and where
+  // they go (publish_ready).
+  uint32_t nready;
+  uint64_t ready_items, ready_batch;
 };
+
+/// What a block's graph work keeps in shared memory, in the tiles' dynamic shared memory (free while a
+/// block completes a node or starts a launch: no tile runs then). Kept out of BlockShared: a larger
+/// BlockShared cost the front end's loop a spilled register per chunk copied (an H100 build).
+struct GraphScratch {
+  uint32_t ready_nodes[kReadyRound];  // this round's ready nodes
+  GraphShape shape;                   // graph_start: the launched instance's fixed line
+};
+static_assert(sizeof(GraphScratch) <= GPUOS_TILE_SMEM_BYTES);
 
 /// Copies the jump table's rows into sh.ops (all threads; a barrier follows before any use).
 __device__ __forceinline__ void cache_op_table(BlockShared& sh) {
@@ -107,41 +136,367 @@ __device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, uint32
   return st == kTaskOk ? e : nullptr;
 }
 
-/// Runs the finish function (if any) and writes the completion record. All threads call it, after the
-/// task's last tile and a barrier; the tiles' writes are made visible to the host before the record.
-/// `c` carries the task's ticket and scratch; `e` and `st` are what validate() said of the task.
-__device__ __forceinline__ void complete(const LaunchParams& p, BlockShared& sh, const TileCtx& c, const OpEntry* e,
-                                         uint32_t st) {
-  if (e && e->finish) {
-    e->finish(sh.payload.args, c);
-    __syncthreads();
+/// A slot's tile count as the device queue uses it: 0 or more than GPUOS_MAX_TILES (rejected by the
+/// host, so only a corrupt slot) count as 1.
+__device__ __forceinline__ uint32_t slot_tiles(uint32_t tiles) {
+  return (tiles == 0 || tiles > GPUOS_MAX_TILES) ? 1u : tiles;
+}
+
+/// Thread 0, after a task's last tile and a barrier: its writes (ordered before this thread by the barrier,
+/// and those of its other tiles, acquired through `pending`) become visible before what follows (a
+/// completion record, a dependent's start). Device scope suffices for device memory, which the host
+/// reads with copies through the same L2; an operator that writes over the bus (mapped host memory, a
+/// peer) asks for system scope (GPUOS_OP_HOST_WRITES); one that writes nothing (GPUOS_OP_NO_WRITES), or
+/// a task that did not run, has nothing to release.
+__device__ __forceinline__ void release_writes(const OpEntry* e) {
+  const uint32_t flags = e ? e->flags : GPUOS_OP_NO_WRITES;
+  if (flags & GPUOS_OP_HOST_WRITES)
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+  else if (!(flags & GPUOS_OP_NO_WRITES))
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+/// Writes ticket's completion record (one 16-byte posted write to mapped host memory) and counts the
+/// completion (DeviceState::completed: a stopping kernel's blocks leave once it reaches `head`).
+__device__ __forceinline__ void host_record(const LaunchParams& p, uint64_t ticket, uint32_t st, uint32_t detail) {
+  store_sys_v4(&p.completions[ticket & ((1ull << p.log2_capacity) - 1)],
+               make_uint4(static_cast<uint32_t>(ticket + 1), static_cast<uint32_t>((ticket + 1) >> 32), st, detail));
+  asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(&p.state->completed) : "memory");
+}
+
+/// The detail of a kTaskDepFailed record: the root cause's ticket (low 32 bits) from a cause word.
+__device__ __forceinline__ uint32_t cause_detail(uint64_t cause) { return static_cast<uint32_t>(cause - 1); }
+
+/// Tiles a record made ready by its dependencies is armed with: one for a task that completes without
+/// running (a failed dependency, a skipped node) and for a graph launch, else its payload's. Only for
+/// graph nodes and tasks with dependencies (others' `cause` is a former ticket's).
+__device__ __forceinline__ uint32_t ready_tiles(const TaskRecord& r) {
+  const volatile TaskRecord& v = r;
+  if (v.cause != 0 || v.payload.op == GPUOS_OP_GRAPH) return 1u;
+  return slot_tiles(v.payload.tiles);
+}
+
+/// Arms record r with `tiles` claimable tiles. The claim is stored last, with release: whoever claims a
+/// tile sees the record as armed here.
+__device__ __forceinline__ void arm_ready(TaskRecord& r, uint32_t tiles) {
+  r.pending = tiles;
+  r.scratch = 0.0;
+  dev_ref<uint64_t>(r.claim).store(make_claim(tiles, r.ticket), cuda::memory_order_release);
+}
+
+/// Thread 0: puts `value` (an armed record's address, or an armed batch's address | 1) on the board;
+/// false when every slot is taken. `slot` receives where.
+__device__ bool board_insert(const LaunchParams& p, uint64_t value, uint32_t& slot) {
+  DeviceState& s = *p.state;
+  for (uint32_t k = 0; k < kBoardSize; ++k) {
+    const uint32_t i = static_cast<uint32_t>((value >> 8) + k) % kBoardSize;
+    uint64_t expect = 0;
+    if (dev_ref<uint64_t>(s.board[i]).compare_exchange_strong(expect, value, cuda::memory_order_acq_rel)) {
+      slot = i;
+      return true;
+    }
   }
+  return false;
+}
+
+/// Thread 0: the block runs armed record r later itself (it found no board slot).
+__device__ __forceinline__ void chain(BlockShared& sh, TaskRecord& r) {
+  r.next_ready = sh.chain;
+  sh.chain = reinterpret_cast<uint64_t>(&r);
+}
+
+/// Thread 0: hands on a record that became ready (not armed): the block's continuation if it has none,
+/// else armed on the board, else armed in the block's chain.
+__device__ void hand_on(const LaunchParams& p, BlockShared& sh, TaskRecord& r) {
+  if (sh.next == 0) {
+    sh.next = reinterpret_cast<uint64_t>(&r);
+    return;
+  }
+  arm_ready(r, ready_tiles(r));
+  uint32_t slot;
+  if (!board_insert(p, reinterpret_cast<uint64_t>(&r), slot)) chain(sh, r);
+}
+
+/// Thread 0: hands on armed batch b of n armed records: on the board, or (no slot) into the block's
+/// chain. Once on the board, helpers may take records from it at once; taken back, only the records its
+/// claim word still holds are the block's.
+__device__ void hand_on_batch(const LaunchParams& p, BlockShared& sh, ReadyBatch& b) {
+  uint32_t slot;
+  if (board_insert(p, reinterpret_cast<uint64_t>(&b) | 1ull, slot)) return;
+  const int32_t left = claim_remaining(dev_ref<uint64_t>(b.claim).exchange(0ull, cuda::memory_order_acq_rel));
+  const uint64_t* items = reinterpret_cast<const uint64_t*>(b.items);
+  for (int32_t i = 0; i < left; ++i) chain(sh, *reinterpret_cast<TaskRecord*>(items[i]));
+}
+
+/// Thread 0: takes one record from the ready batch at board value `value` (address | 1) in board slot
+/// `slot`; its address, or 0 when none was left. The batch leaves the board with its last record.
+__device__ uint64_t take_from_batch(const LaunchParams& p, uint64_t value, uint32_t slot) {
+  ReadyBatch& b = *reinterpret_cast<ReadyBatch*>(value & ~1ull);
+  // Acquire: the items and their records as armed before the batch (a stale value claims nothing).
+  const int32_t rem = claim_remaining(dev_ref<uint64_t>(b.claim).fetch_sub(kClaimOne, cuda::memory_order_acq_rel));
+  if (rem <= 1) {
+    uint64_t expect = value;
+    dev_ref<uint64_t>(p.state->board[slot]).compare_exchange_strong(expect, 0ull, cuda::memory_order_relaxed);
+  }
+  if (rem <= 0) return 0;
+  const volatile uint64_t* items = reinterpret_cast<const volatile uint64_t*>(*reinterpret_cast<const volatile uint64_t*>(&b.items));
+  return items[rem - 1];
+}
+
+/// Thread 0: host ticket `rec` completed with `st` (detail as the completion record says it; `cause`:
+/// 0, or the root cause when it failed). Its waiter list is closed before its record (kernel/deps.hpp
+/// says why), then every waiter whose last dependency this was becomes ready.
+__device__ __noinline__ void complete_host(const LaunchParams& p, BlockShared& sh, TaskRecord& rec, uint64_t ticket, uint32_t st,
+                              uint32_t detail, uint64_t cause) {
+  const uint32_t head = deps::close_waiters(rec, ticket, cause);
+  host_record(p, ticket, st, detail);
+  deps::for_each_waiter(p.dq, head, [&](uint32_t index, uint32_t j) {
+    TaskRecord& w = p.dq[index];
+    if (deps::dep_done(w, deps::inherited(w, j, cause))) hand_on(p, sh, w);
+  });
+}
+
+/// Loads what the block needs of a record it runs into shared memory: the payload (12 threads, 8 bytes
+/// each) and the words of line 1 (threads 32-37), in one round trip. A barrier follows before any use.
+__device__ __forceinline__ void load_meta(BlockShared& sh, const TaskRecord& e) {
+  static_assert(sizeof(Payload) == 12 * 8);
+  const volatile unsigned long long* w = reinterpret_cast<const volatile unsigned long long*>(&e);
+  const unsigned tid = threadIdx.x;
+  if (tid < 12) {
+    reinterpret_cast<unsigned long long*>(&sh.payload)[tid] = w[offsetof(TaskRecord, payload) / 8 + tid];
+  } else if (tid == 32) {
+    sh.ticket = w[offsetof(TaskRecord, ticket) / 8];
+  } else if (tid == 33) {
+    sh.cause = w[offsetof(TaskRecord, cause) / 8];
+  } else if (tid == 34) {
+    sh.exec = w[offsetof(TaskRecord, exec) / 8];
+  } else if (tid == 35) {
+    sh.node = static_cast<uint32_t>(w[offsetof(TaskRecord, deps_left) / 8] >> 32);
+  } else if (tid == 36) {
+    const uint64_t v = w[offsetof(TaskRecord, succ_begin) / 8];
+    sh.succ_begin = static_cast<uint32_t>(v);
+    sh.succ_count = static_cast<uint32_t>(v >> 32);
+  } else if (tid == 37) {
+    sh.sinks = static_cast<uint32_t>(w[offsetof(TaskRecord, weak) / 8] >> 32);
+  }
+  static_assert(offsetof(TaskRecord, node) == offsetof(TaskRecord, deps_left) + 4);
+  static_assert(offsetof(TaskRecord, succ_count) == offsetof(TaskRecord, succ_begin) + 4);
+  static_assert(offsetof(TaskRecord, sinks) == offsetof(TaskRecord, weak) + 4);
+}
+
+/// Why the loaded record completes without running: 0, or its cause (only graph nodes and tasks with
+/// dependencies have one; another task's `cause` word is a former ticket's).
+__device__ __forceinline__ uint64_t cause_of(const BlockShared& sh) {
+  return (sh.exec != 0 || (sh.payload.hints & kHintDeps)) ? sh.cause : 0ull;
+}
+
+/// Tiles the loaded record runs as (the count it is armed with: ready_tiles, the front end's arming).
+__device__ __forceinline__ uint32_t run_tiles(const BlockShared& sh) {
+  return cause_of(sh) != 0 || sh.payload.op == GPUOS_OP_GRAPH ? 1u : slot_tiles(sh.payload.tiles);
+}
+
+// ---- graphs --------------------------------------------------------------------------------------------
+/// The in-degree a successor word carries, or the instance's table's when it did not fit.
+__device__ __forceinline__ uint32_t succ_indeg(const GraphExec& x, uint32_t w) {
+  const uint32_t d = w >> kSuccNodeBits;
+  return d < kSuccIndegMax ? d : reinterpret_cast<const uint32_t*>(x.shape.indeg)[w & kSuccNodeMask];
+}
+
+/// All threads (after a barrier): hands out the sh.nready nodes in gs.ready_nodes, ready in this launch
+/// and not armed. The first becomes the block's continuation when it has none; one more goes out alone
+/// (hand_on); two or more go out as one ready batch, armed in parallel, on the board. `ticket`: the
+/// launch's.
+__device__ void publish_ready(const LaunchParams& p, BlockShared& sh, GraphScratch& gs, GraphExec& x, TaskRecord* recs,
+                              uint64_t ticket) {
+  const uint32_t n = sh.nready;
+  const uint32_t k0 = n > 0 && sh.next == 0 ? 1u : 0u;
+  const uint32_t m = n - k0;
+  __syncthreads();  // every thread has read sh.next
+  if (threadIdx.x == 0 && k0) {
+    TaskRecord& r = recs[gs.ready_nodes[0]];
+    r.ticket = ticket;
+    sh.next = reinterpret_cast<uint64_t>(&r);
+  }
+  if (m == 1) {
+    if (threadIdx.x == 0) {
+      TaskRecord& r = recs[gs.ready_nodes[k0]];
+      r.ticket = ticket;
+      hand_on(p, sh, r);
+    }
+  } else if (m > 1) {
+    if (threadIdx.x == 0) {
+      const uint64_t base = dev_ref<uint64_t>(x.run.items_used).fetch_add(m, cuda::memory_order_relaxed);
+      const uint64_t b = dev_ref<uint64_t>(x.run.batches_used).fetch_add(1ull, cuda::memory_order_relaxed);
+      sh.ready_items = x.shape.items + sizeof(uint64_t) * base;
+      sh.ready_batch = x.shape.batches + sizeof(ReadyBatch) * b;
+    }
+    __syncthreads();
+    uint64_t* items = reinterpret_cast<uint64_t*>(sh.ready_items);
+    for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) {
+      TaskRecord& r = recs[gs.ready_nodes[k0 + i]];
+      r.ticket = ticket;
+      arm_ready(r, ready_tiles(r));
+      items[i] = reinterpret_cast<uint64_t>(&r);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      ReadyBatch& b = *reinterpret_cast<ReadyBatch*>(sh.ready_batch);
+      b.items = sh.ready_items;
+      // The items and every thread's arming (ordered before this thread by the barrier) before the batch.
+      cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+      dev_ref<uint64_t>(b.claim).store(make_claim(m, 0), cuda::memory_order_relaxed);
+      hand_on_batch(p, sh, b);
+    }
+  }
+  __syncthreads();
+}
+
+/// Thread 0: the launch whose last node just completed is complete.
+__device__ void launch_done(const LaunchParams& p, BlockShared& sh, GraphExec& x) {
+  TaskRecord& l = *reinterpret_cast<TaskRecord*>(dev_ref<uint64_t>(x.run.launch).load(cuda::memory_order_relaxed));
+  const uint64_t c = dev_ref<uint64_t>(x.run.cause).load(cuda::memory_order_relaxed);
+  const uint64_t t = *reinterpret_cast<const volatile uint64_t*>(&l.ticket);
+  if (c == 0)
+    complete_host(p, sh, l, t, kTaskOk, blockIdx.x + 1, 0);
+  else
+    complete_host(p, sh, l, t, kTaskNodeFailed | (static_cast<uint32_t>(c >> 32) << 8), static_cast<uint32_t>(c) - 1,
+                  t + 1);
+}
+
+/// All threads: graph node `e` (loaded in sh) completed with `st` (or was skipped: sh.cause). Each
+/// successor counts its arrival; those it completes become ready (marked to be skipped when this node
+/// failed or was skipped). The last node without a successor completes the launch.
+__device__ __noinline__ void node_done(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& e, uint32_t st) {
+  GraphScratch& gs = *static_cast<GraphScratch*>(smem);
+  GraphExec& x = *reinterpret_cast<GraphExec*>(sh.exec);
+  TaskRecord* const recs = &e - sh.node;
+  const bool skipped = sh.cause != 0;
+  const bool failed = !skipped && st != kTaskOk;
+  const bool pass_on = skipped || failed;  // its successors do not run in this launch
+  const uint32_t count = sh.succ_count;
+  const uint64_t ticket = sh.ticket;
   if (threadIdx.x == 0) {
-    // Release: the block's writes (ordered before this thread by the barrier) and those of the task's
-    // other tiles (acquired through `pending`) are visible before the record is. Device scope suffices
-    // for device memory, which the host reads with copies through the same L2; an operator that writes
-    // over the bus (mapped host memory, a peer) asks for system scope (GPUOS_OP_HOST_WRITES); one that
-    // writes nothing (GPUOS_OP_NO_WRITES) has nothing to release. A rejected task wrote nothing either.
-    const uint32_t flags = e ? e->flags : GPUOS_OP_NO_WRITES;
-    if (flags & GPUOS_OP_HOST_WRITES)
-      asm volatile("fence.acq_rel.sys;" ::: "memory");
-    else if (!(flags & GPUOS_OP_NO_WRITES))
-      asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    // detail: on success the completing block + 1 (diagnostics), else the rejected op id.
-    const uint64_t ticket = c.ticket;
-    const uint32_t detail = st == kTaskOk ? blockIdx.x + 1 : sh.payload.op;
-    store_sys_v4(&p.completions[ticket & ((1ull << p.log2_capacity) - 1)],
-                 make_uint4(static_cast<uint32_t>(ticket + 1), static_cast<uint32_t>((ticket + 1) >> 32),
-                            st, detail));
+    // Cleared for the next launch, before this node's arrivals (which its successors' readiness follows).
+    if (skipped) dev_ref<uint64_t>(e.cause).store(0ull, cuda::memory_order_relaxed);
+    if (failed) {
+      uint64_t none = 0;
+      dev_ref<uint64_t>(x.run.cause).compare_exchange_strong(none, (static_cast<uint64_t>(st) << 32) | (sh.node + 1),
+                                                             cuda::memory_order_relaxed);
+    }
+  }
+  if (count == 1) {
+    if (threadIdx.x == 0) {
+      const uint32_t w = sh.succ_begin;
+      TaskRecord& r = recs[w & kSuccNodeMask];
+      if (pass_on) dev_ref<uint64_t>(r.cause).store(1ull, cuda::memory_order_relaxed);
+      const uint32_t indeg = succ_indeg(x, w);
+      if (indeg == 1 || deps::arrive(r.arrived, indeg)) {
+        r.ticket = ticket;
+        hand_on(p, sh, r);
+      }
+    }
+  } else if (count > 1) {
+    const uint32_t* succ = reinterpret_cast<const uint32_t*>(x.shape.succ) + sh.succ_begin;
+    for (uint32_t base = 0; base < count; base += kReadyRound) {
+      if (threadIdx.x == 0) sh.nready = 0;
+      __syncthreads();
+      if (base + threadIdx.x < count) {
+        const uint32_t w = succ[base + threadIdx.x];
+        TaskRecord& r = recs[w & kSuccNodeMask];
+        if (pass_on) dev_ref<uint64_t>(r.cause).store(1ull, cuda::memory_order_relaxed);
+        const uint32_t indeg = succ_indeg(x, w);
+        if (indeg == 1 || deps::arrive(r.arrived, indeg)) gs.ready_nodes[atomicAdd(&sh.nready, 1u)] = w & kSuccNodeMask;
+      }
+      __syncthreads();
+      publish_ready(p, sh, gs, x, recs, ticket);
+    }
+  } else if (threadIdx.x == 0) {
+    // Every node precedes some node without a successor, so the last of those completes the launch.
+    const uint64_t n = dev_ref<uint64_t>(x.run.sinks_done).fetch_add(1ull, cuda::memory_order_acq_rel) + 1;
+    if (n % sh.sinks == 0) launch_done(p, sh, x);
   }
 }
 
-/// Loads a device-queue entry's payload into shared memory (12 threads, 8 bytes each).
-__device__ __forceinline__ void load_payload(BlockShared& sh, const DqEntry& e) {
-  static_assert(sizeof(Payload) == 12 * 8);
-  if (threadIdx.x < 12) {
-    reinterpret_cast<unsigned long long*>(&sh.payload)[threadIdx.x] =
-        reinterpret_cast<const volatile unsigned long long*>(&e.payload)[threadIdx.x];
+/// All threads: starts the graph launch in record `l` (loaded in sh). Its updates (node arguments, the
+/// slots of aliases nodes name) are applied first, even when it does not run (a dependency failed), so
+/// the instance always matches the host's view of it; then the roots become ready.
+__device__ __noinline__ void graph_start(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& l) {
+  GraphScratch& gs = *static_cast<GraphScratch*>(smem);
+  const GraphLaunchArgs& a = *reinterpret_cast<const GraphLaunchArgs*>(sh.payload.args);
+  GraphExec& x = *reinterpret_cast<GraphExec*>(a.exec);
+  const uint64_t ticket = sh.ticket;
+  const uint64_t cause = cause_of(sh);
+  if (threadIdx.x < sizeof(GraphShape) / 8)
+    reinterpret_cast<uint64_t*>(&gs.shape)[threadIdx.x] = reinterpret_cast<const volatile uint64_t*>(&x.shape)[threadIdx.x];
+  __syncthreads();
+  const GraphShape& g = gs.shape;
+  TaskRecord* const recs = reinterpret_cast<TaskRecord*>(g.recs);
+  // Argument updates (mapped host memory: each thread reads whole deltas, six 16-byte reads in flight).
+  const char* deltas = reinterpret_cast<const char*>(a.deltas);
+  for (uint32_t i = threadIdx.x; i < a.ndeltas; i += blockDim.x) {
+    uint4 v[sizeof(GraphDelta) / 16];
+#pragma unroll
+    for (uint32_t k = 0; k < sizeof(GraphDelta) / 16; ++k) v[k] = load_sys_v4(deltas + sizeof(GraphDelta) * i + 16 * k);
+    const uint32_t node = v[0].x;
+    if (node < g.nodes) {
+      static_assert(offsetof(GraphDelta, args) == 8 && sizeof(GraphDelta) == 8 + GPUOS_MAX_ARG_BYTES);
+      recs[node].payload.op = static_cast<uint16_t>(v[0].y);
+      const uint64_t* src = reinterpret_cast<const uint64_t*>(v) + 1;
+      uint64_t* dst = reinterpret_cast<uint64_t*>(recs[node].payload.args);
+#pragma unroll
+      for (uint32_t k = 0; k < GPUOS_MAX_ARG_BYTES / 8; ++k) dst[k] = src[k];
+    }
+  }
+  if (cause != 0) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);  // the updates
+      complete_host(p, sh, l, ticket, kTaskDepFailed, cause_detail(cause), cause);
+    }
+    __syncthreads();
+    return;
+  }
+  if (threadIdx.x == 0) {
+    x.run.launch = reinterpret_cast<uint64_t>(&l);
+    x.run.cause = 0;
+    x.run.items_used = 0;
+    x.run.batches_used = 0;
+    x.run.launches += 1;
+  }
+  __syncthreads();
+  // Every thread arms roots below: each publishes what the block wrote above (ordered by the barrier).
+  cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+  const uint32_t* roots = reinterpret_cast<const uint32_t*>(g.roots);
+  for (uint32_t base = 0; base < g.nroots; base += kReadyRound) {
+    const uint32_t n = g.nroots - base < kReadyRound ? g.nroots - base : kReadyRound;
+    if (threadIdx.x == 0) sh.nready = n;
+    if (threadIdx.x < n) gs.ready_nodes[threadIdx.x] = roots[base + threadIdx.x];
+    __syncthreads();
+    publish_ready(p, sh, gs, x, recs, ticket);
+  }
+}
+
+/// All threads, in the block that finished a task's last tile (or took one that does not run): its
+/// finish function, the release of its writes, then what its completion sets off: a host ticket's record
+/// and its waiters, or a graph node's successors.
+__device__ void finish(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& e, const TileCtx& c,
+                       const OpEntry* op, uint32_t st) {
+  if (op && op->finish) {
+    op->finish(sh.payload.args, c);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) release_writes(op);
+  if (sh.exec != 0) {
+    node_done(p, sh, smem, e, st);
+    return;
+  }
+  if (threadIdx.x == 0) {
+    const uint64_t t = sh.ticket;
+    const uint64_t cause = cause_of(sh);
+    if (cause != 0)
+      complete_host(p, sh, e, t, kTaskDepFailed, cause_detail(cause), cause);
+    else
+      complete_host(p, sh, e, t, st, st == kTaskOk ? blockIdx.x + 1 : sh.payload.op, st == kTaskOk ? 0ull : t + 1);
   }
 }
 
@@ -170,24 +525,21 @@ __device__ __forceinline__ uint32_t claim_batch(uint32_t share, uint32_t max_bat
   return share < 1 ? 1 : (share > max_batch ? max_batch : share);
 }
 
-/// A slot's tile count as the device queue uses it: 0 or more than GPUOS_MAX_TILES (rejected by the
-/// host, so only a corrupt slot) count as 1.
-__device__ __forceinline__ uint32_t slot_tiles(uint32_t tiles) {
-  return (tiles == 0 || tiles > GPUOS_MAX_TILES) ? 1u : tiles;
-}
-
-/// Takes tiles of the task in `e` until none is left. `board_slot_hint` is where the task is on the
-/// board (helpers); `may_insert` says whether this block puts it there (the owner: then sh.ticket holds the
-/// task's ticket on entry). All threads call it.
+/// Runs the record `e`: takes tiles of its task until none is left, and completes it if this block
+/// finishes the last. `owned`: the block was handed `e` ready and unarmed (its continuation): nobody
+/// else can take a tile of it until this block arms the claim word, which it does only for a task of
+/// more than one tile, so a single tile runs with no atomic at all. Otherwise tiles are claimed;
+/// `board_slot_hint` is where the task is on the board (helpers), `may_insert` says whether this block
+/// puts it there (whoever got the record rather than a board value). All threads call it.
 ///
 /// What a block pays per task, not per tile, is what lets a large task stream at the memory's rate:
 /// - The first claim is sized from a relaxed read of the claim word (a hint: taking more than is left
 ///   is harmless, the claim gets what there was): (tiles left) / (spread x grid), at least 1, at most
 ///   `max_batch` (kClaimSpread, kMaxBatch); every later one from what the previous claim saw.
-/// - The owner puts a multi-tile task on the board before its own first claim, so helpers join one
-///   claim's round trip sooner.
-/// - Only the first claim needs acquire (it must see the payload the front end armed). While this
-///   block holds tiles it has not reported, the task cannot complete, so the entry cannot be rearmed
+/// - The block that got the record puts a multi-tile task on the board before its own first claim, so
+///   helpers join one claim's round trip sooner.
+/// - Only the first claim needs acquire (it must see the payload the record was armed with). While this
+///   block holds tiles it has not reported, the task cannot complete, so the record cannot be rearmed
 ///   and every later valid claim is for the same task: relaxed, no fence, no reload of the payload.
 /// - With at least a grid's worth of tiles left after the first claim, one call of the operator's
 ///   claiming adapter (TileClaimFn) runs the block's whole share: it makes every later claim itself,
@@ -195,7 +547,8 @@ __device__ __forceinline__ uint32_t slot_tiles(uint32_t tiles) {
 ///   behind the tiles), after the batch once fewer are. With fewer tiles, a batch is one call of the
 ///   plain adapter (TileRangeFn) and the claim after it is the scheduler's, as for any task.
 /// - `pending` is decremented once, when the block leaves the task, by every tile it ran: one release
-///   fence and one atomic per block per task. The block that takes it to zero completes the task.
+///   fence and one atomic per block per task. The block that takes it to zero completes the task. A task
+///   of one tile skips it: the block that ran the tile is the only one that can have.
 ///
 /// Why one call per task: each call of an adapter saves and restores its registers through the stack
 /// (~24 KB of traffic per block), and a claim made between batches stalls the whole block for its L2
@@ -204,8 +557,8 @@ __device__ __forceinline__ uint32_t slot_tiles(uint32_t tiles) {
 /// against the same tile function launched directly; docs/benchmarks.md, Large task): one call per batch
 /// gives 0.90 at 64M and 0.93 at 256M, smaller batches with a call each 0.79 (rem / (4 x grid)), claims
 /// inside one call, issued ahead, 0.94-0.96 at 64M and 0.99 at 256M.
-__device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, DqEntry& e,
-                           uint32_t board_slot_hint, bool may_insert, uint64_t board_value) {
+__device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& e,
+                           uint32_t board_slot_hint, bool may_insert, uint64_t board_value, bool owned) {
   DeviceState& s = *p.state;
   // Thread 0's bookkeeping (registers).
   bool inserted = false;
@@ -215,59 +568,79 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
   const uint32_t spread = (s.claim_spread ? s.claim_spread : kClaimSpread) * gridDim.x;
   const bool ahead_on = s.claim_ahead_off == 0;
   uint32_t done = 0;  // tiles this block ran and has not reported in `pending`
-  // Every thread's: the task's operator, validated once.
+  // Every thread's: the task's operator, validated once, and the tiles it runs as.
   const OpEntry* op = nullptr;
   uint32_t st = kTaskOk;
-  if (threadIdx.x == 0) {
+  uint32_t tiles = 0;
+  bool loaded = false;
+  if (owned) {
+    load_meta(sh, e);
+    __syncthreads();
+    loaded = true;
+    tiles = run_tiles(sh);
+    if (threadIdx.x == 0) {
+      e.pending = tiles;
+      e.scratch = 0.0;
+      if (tiles > 1) dev_ref<uint64_t>(e.claim).store(make_claim(tiles, sh.ticket), cuda::memory_order_release);
+    }
+  }
+  const bool in_hand = owned && tiles == 1;  // the single tile is this block's: no claim
+  if (threadIdx.x == 0 && !in_hand) {
     // Relaxed: a hint only (a stale lap's word sizes the claim wrongly, nothing else).
     const int32_t hint = claim_remaining(dev_ref<uint64_t>(e.claim).load(cuda::memory_order_relaxed));
     if (hint > 1 && may_insert) {
-      const uint64_t v = sh.ticket + 1;
-      for (uint32_t k = 0; k < kBoardSize; ++k) {
-        const uint32_t i = static_cast<uint32_t>(sh.ticket + k) % kBoardSize;
-        uint64_t expect = 0;
-        if (dev_ref<uint64_t>(s.board[i]).compare_exchange_strong(expect, v, cuda::memory_order_acq_rel)) {
-          inserted = true;
-          slot = i;
-          board_value = v;
-          break;
-        }
-      }
+      const uint64_t v = reinterpret_cast<uint64_t>(&e);
+      inserted = board_insert(p, v, slot);
+      if (inserted) board_value = v;
     }
     batch = claim_batch(hint > 0 ? static_cast<uint32_t>(hint) / spread : 0u, max_batch);
   }
   for (bool first_claim = true;; first_claim = false) {
     if (threadIdx.x == 0) {
-      const uint64_t old =
-          first_claim ? dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_acq_rel)
-                      : dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_relaxed);
-      const int32_t rem = claim_remaining(old);
-      const uint32_t got = rem > 0 ? (static_cast<uint32_t>(rem) < batch ? static_cast<uint32_t>(rem) : batch) : 0u;
-      sh.valid = got > 0;
-      sh.tile = static_cast<uint32_t>(rem - 1);  // first (highest) tile claimed
-      sh.last = got;                              // tiles claimed
-      const bool exhausted = rem <= static_cast<int32_t>(batch);  // no tile left after this claim
-      sh.left = exhausted ? 0u : static_cast<uint32_t>(rem) - batch;
-      if (got > 0) {
-        // The next claim: an even share of what was left (one call of the operator runs it).
-        batch = claim_batch(static_cast<uint32_t>(rem) / spread, max_batch);
-      }
-      if (exhausted && (inserted || !may_insert) && slot < kBoardSize) {
-        // Exhausted: take the task off the board (no-op if someone already did or it is another's now).
-        uint64_t expect = board_value;
-        dev_ref<uint64_t>(s.board[slot]).compare_exchange_strong(expect, 0ull, cuda::memory_order_relaxed);
+      if (in_hand) {
+        sh.valid = 1;
+        sh.tile = 0;
+        sh.last = 1;
+        sh.left = 0;
+      } else {
+        const uint64_t old =
+            first_claim ? dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_acq_rel)
+                        : dev_ref<uint64_t>(e.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_relaxed);
+        const int32_t rem = claim_remaining(old);
+        const uint32_t got = rem > 0 ? (static_cast<uint32_t>(rem) < batch ? static_cast<uint32_t>(rem) : batch) : 0u;
+        sh.valid = got > 0;
+        sh.tile = static_cast<uint32_t>(rem - 1);  // first (highest) tile claimed
+        sh.last = got;                              // tiles claimed
+        const bool exhausted = rem <= static_cast<int32_t>(batch);  // no tile left after this claim
+        sh.left = exhausted ? 0u : static_cast<uint32_t>(rem) - batch;
+        if (got > 0) {
+          // The next claim: an even share of what was left (one call of the operator runs it).
+          batch = claim_batch(static_cast<uint32_t>(rem) / spread, max_batch);
+        }
+        if (exhausted && (inserted || !may_insert) && slot < kBoardSize) {
+          // Exhausted: take the task off the board (no-op if someone already did or it is another's now).
+          uint64_t expect = board_value;
+          dev_ref<uint64_t>(s.board[slot]).compare_exchange_strong(expect, 0ull, cuda::memory_order_relaxed);
+        }
       }
     }
     __syncthreads();
     if (!sh.valid) break;
     const uint32_t top = sh.tile, count = sh.last;
     if (first_claim) {
-      // The payload and the ticket the front end armed (ordered after thread 0's acquire by the barrier;
-      // a helper's board value may name an older lap of this entry).
-      load_payload(sh, e);
-      if (threadIdx.x == 32) sh.ticket = *reinterpret_cast<const volatile uint64_t*>(&e.ticket);
-      __syncthreads();
-      op = validate(sh, st);
+      if (!loaded) {
+        // The payload and line 1 as armed (ordered after thread 0's acquire by the barrier; a helper's
+        // board value may name an older lap of this record).
+        load_meta(sh, e);
+        __syncthreads();
+        tiles = run_tiles(sh);
+      }
+      if (sh.payload.op == GPUOS_OP_GRAPH && sh.exec == 0) {
+        // A graph launch (its one tile): its nodes run from here on; its ticket completes with the last.
+        graph_start(p, sh, smem, e);
+        return;
+      }
+      op = cause_of(sh) == 0 ? validate(sh, st) : nullptr;  // a task that does not run takes its tile only
     }
     const uint64_t ticket = sh.ticket;
     // One call runs the batch (the operator's adapter loops, with a barrier between tiles) and, while
@@ -304,7 +677,9 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
   // Leave the task: report the tiles run here; the block that reports the last ones completes it.
   if (threadIdx.x == 0) {
     sh.last = 0;
-    if (done > 0) {
+    if (done > 0 && tiles == 1) {
+      sh.last = 1;  // its only tile
+    } else if (done > 0) {
       // Release: this block's tile writes (ordered before thread 0 by the barriers) happen before the
       // decrement; acquire: the completing block sees every other block's.
       asm volatile("fence.acq_rel.gpu;" ::: "memory");
@@ -312,7 +687,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, D
     }
   }
   __syncthreads();
-  if (sh.last) complete(p, sh, sh.ctx, op, st);
+  if (sh.last) finish(p, sh, smem, e, sh.ctx, op, st);
   __syncthreads();
 }
 
@@ -325,6 +700,26 @@ inline constexpr uint32_t kPaceDown = 4;
 inline constexpr uint32_t kLoadsPerThread = kMaxWindow * kSlotChunks / GPUOS_BLOCK_THREADS;
 static_assert(kLoadsPerThread * GPUOS_BLOCK_THREADS == kMaxWindow * kSlotChunks);
 
+/// What one poll found, for the whole front-end block (shared memory; front_end keeps three, so a poll
+/// needs one barrier).
+struct PollResult {
+  uint32_t ready;       // index of the first slot that is not ready (~0u: all were)
+  uint32_t control_at;  // index of the first control task (~0u: none)
+  uint32_t stop;
+  uint32_t tiles0;      // tiles of the first slot
+  uint32_t w0;          // the first slot's chunk-0 word 0: op | arg_bytes << 16 | hints << 24
+  uint32_t special;     // kPollDeps | kPollGraph: the poll holds dependency slots / graph launches
+  uint32_t taken;       // a poll with dependency slots: the slots special_job copied
+};
+enum PollSpecial : uint32_t { kPollDeps = 1, kPollGraph = 2 };
+__device__ __forceinline__ PollResult empty_poll() { return PollResult{~0u, ~0u, 0u, 0u, 0u, 0u, 0u}; }
+
+/// The tiles the copy loop arms a slot with, from its chunk-0 words 0 (op | arg_bytes | hints) and 1
+/// (tiles): a graph launch runs as one tile.
+__device__ __forceinline__ uint32_t queue_tiles(uint32_t w0, uint32_t tiles) {
+  return (w0 & 0xffffu) == GPUOS_OP_GRAPH ? 1u : slot_tiles(tiles);
+}
+
 /// Chunk 0 word 0 of a slot (op | arg_bytes << 16 | hints << 24) with the logical op replaced by its
 /// alias slot.
 __device__ __forceinline__ uint32_t resolve_op(uint32_t w0, const uint16_t* alias) {
@@ -333,7 +728,8 @@ __device__ __forceinline__ uint32_t resolve_op(uint32_t w0, const uint16_t* alia
 }
 
 /// Applies the control task whose chunk 0 is `c0` and chunk 1's first word `kind` (ControlArgs::kind;
-/// chunk words are op|arg_bytes|hints, tiles, args[0..3], stamp) and completes its ticket. Thread 0.
+/// chunk words are op|arg_bytes|hints, tiles, args[0..3], stamp) and completes its ticket. Thread 0. A
+/// control task is applied alone in its poll, so nothing can have registered on its ticket yet.
 __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* alias, uint4 c0, uint32_t kind,
                                               uint64_t ticket) {
   DeviceState& s = *p.state;
@@ -345,9 +741,53 @@ __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* a
     s.alias[logical] = static_cast<uint16_t>(slot);  // read by the next launch's front end
     st = kTaskOk;
   }
-  store_sys_v4(&p.completions[ticket & ((1ull << p.log2_capacity) - 1)],
-               make_uint4(static_cast<uint32_t>(ticket + 1), static_cast<uint32_t>((ticket + 1) >> 32), st,
-                          st == kTaskOk ? 0u : GPUOS_OP_CONTROL));
+  host_record(p, ticket, st, st == kTaskOk ? 0u : GPUOS_OP_CONTROL);
+  deps::close_unwatched(p.dq[ticket & ((1ull << p.log2_capacity) - 1)], ticket, st == kTaskOk ? 0ull : ticket + 1);
+}
+
+
+/// One front-end thread, once dependency slot `x` and its task x + 1 are copied and armed (before `head`
+/// passes them): registers the task on the tickets DepsArgs lists, completes ticket x (no task runs for
+/// it), and arms the task when nothing it waits for is still running. A malformed list (only a corrupt
+/// slot: the host builds it) fails ticket x, and the task with x as the cause.
+__device__ __noinline__ void register_task(const LaunchParams& p, uint64_t x) {
+  const uint64_t mask = (1ull << p.log2_capacity) - 1;
+  const uint64_t cap = mask + 1;
+  const uint64_t t = x + 1;
+  TaskRecord& rx = p.dq[x & mask];
+  TaskRecord& rt = p.dq[t & mask];
+  const volatile DepsArgs& da = *reinterpret_cast<const volatile DepsArgs*>(rx.payload.args);
+  const uint32_t count = da.count;
+  bool ok = count <= kMaxDeps && *reinterpret_cast<const volatile uint8_t*>(&rx.payload.arg_bytes) == sizeof(DepsArgs);
+  uint32_t back[kMaxDeps];
+  uint32_t weak = 0;
+#pragma unroll
+  for (uint32_t j = 0; j < kMaxDeps; ++j) {
+    const uint32_t b = da.back[j];
+    back[j] = b & ~kDepOrderOnly;
+    if (j < count) {
+      ok = ok && back[j] >= 1 && back[j] < cap;
+      weak |= (b & kDepOrderOnly) ? 1u << j : 0u;
+    }
+  }
+  const uint64_t bad = ok ? 0ull : x + 1;
+  const uint32_t n = ok ? count : 0u;
+  // The block's copies (ordered before this thread by the barriers) go out before the task's first link.
+  cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+  deps::begin_wait(rt, n, ok ? da.failed_cause : bad, weak);
+  for (uint32_t j = 0; j < n; ++j) {
+    uint64_t cause = 0;
+    const deps::Wait w = deps::wait_for(p.dq, mask, t, j, t - back[j], cause);
+    if (w != deps::Wait::registered) deps::dep_done(rt, w == deps::Wait::failed ? deps::inherited(rt, j, cause) : 0ull);
+  }
+  // Ticket x: nobody should wait for it, but a ticket is a ticket.
+  const uint32_t head = deps::close_waiters(rx, x, bad);
+  host_record(p, x, ok ? kTaskOk : kTaskBadArgs, ok ? 0u : GPUOS_OP_DEPS);
+  deps::for_each_waiter(p.dq, head, [&](uint32_t index, uint32_t j) {
+    TaskRecord& w = p.dq[index];
+    if (deps::dep_done(w, deps::inherited(w, j, bad))) arm_ready(w, ready_tiles(w));
+  });
+  if (deps::end_wait(rt)) arm_ready(rt, ready_tiles(rt));
 }
 
 /// Runs a lone single-tile task on the front end's block: one barrier between the poll and the tile (slot
@@ -362,11 +802,11 @@ __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* a
 /// in thread 0, trace_steps(the poll's barrier passed, the tile's end, the record written), and writes
 /// the steps' device times into the recorder's record `rec` (words 10-15; null: not timing). On return
 /// sh.local_scratch is 0 again, for the next lone task (nobody reads it any more: a finish function ran
-/// before complete()'s barrier).
+/// before the completion record).
 template <bool kTrace>
 __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh, void* smem, const uint16_t* alias,
-                                          uint4 chunk, uint64_t head, uint64_t launch, unsigned long long t0,
-                                          uint64_t* rec) {
+                                            uint4 chunk, uint64_t head, uint64_t launch, unsigned long long t0,
+                                            uint64_t* rec) {
   const unsigned tid = threadIdx.x;
   const bool timing = kTrace && t0 != 0;
   // The steps' times go to shared memory as they are taken (sh.stamps): no clock value is live across
@@ -392,7 +832,14 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
   if (timing && tid == 0) stamp[2] = global_ns();
   __syncthreads();  // the tile's writes, before the record
   if (timing && tid == 0) stamp[3] = global_ns();
-  complete(p, sh, ctx, op, st);
+  if (op && op->finish) {
+    op->finish(sh.payload.args, ctx);
+    __syncthreads();
+  }
+  if (tid == 0) {
+    release_writes(op);
+    host_record(p, ctx.ticket, st, st == kTaskOk ? blockIdx.x + 1 : sh.payload.op);
+  }
   uint64_t steps = 0;
   if (tid == 0) {
     if (timing) {
@@ -403,13 +850,111 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
       rec[15] = static_cast<uint64_t>(clock64()) - stamp[4];  // SM cycles over entered .. recorded
     }
     sh.local_scratch = 0.0;
-    // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself. After the
-    // completion record, so the record's fence does not wait for these stores.
-    DqEntry& e = p.dq[head & ((1ull << p.log2_capacity) - 1)];
-    e.ticket = head;
-    e.pad = 1u | static_cast<uint32_t>(launch << 1);
+    // Mark the (never armed) entry for diagnostics: which ticket the front end ran itself, and close its
+    // waiter list (nobody can have registered: a later ticket's registration comes after this poll).
+    // After the completion record, so the record's fence does not wait for these stores. The ticket is
+    // read back from ctx (in memory for the operator's call) rather than kept in a register across the
+    // call: on an H100 build, each register this function keeps across it cost the front end's loop
+    // spills around its call site.
+    const uint64_t t = ctx.ticket;
+    TaskRecord& e = p.dq[t & ((1ull << p.log2_capacity) - 1)];
+    e.ticket = t;
+    e.mark = 1u | static_cast<uint32_t>(launch << 1);
+    deps::close_unwatched(e, t, st == kTaskOk ? 0ull : t + 1);
   }
   return steps;
+}
+
+/// Slots a poll with dependency slots takes at most: those whose chunks are every front-end thread's
+/// first, which is all special_job is given of the window.
+inline constexpr uint32_t kSpecialSlots = GPUOS_BLOCK_THREADS / kSlotChunks;
+
+/// A worker block's shared memory while it runs special_job (the tiles' shared memory: no tile runs).
+struct SpecialScratch {
+  uint32_t deps;  // bit j: slot j is a dependency slot
+  uint32_t cut;   // the slots end before this one (~0u: no cut)
+};
+static_assert(sizeof(SpecialScratch) <= GPUOS_TILE_SMEM_BYTES);
+
+/// All threads of a worker block: copies the poll the front end posted (post number `post`; the front
+/// end waits for it), a poll whose first slots hold dependency slots, into the device queue, arms what
+/// goes out, and tells the front end how many slots that is. Its code in the front end's loop, inline or
+/// called, cost the loop spilled registers in every poll (an H100 build); here it costs a poll with
+/// dependency slots one hand-off to an idle worker and back.
+/// - A dependency slot goes with its task (the slot after it), never last.
+/// - The slots end before any ticket d + capacity, whose record the registration of a task of this poll
+///   still reads as ticket d's (one of its dependencies, less than a capacity back: the host sees to it).
+/// - A dependency slot and a task that waits for others stay unarmed (their claim word is a former
+///   ticket's, exhausted, as every record's is once its task completed); the task is registered before
+///   `head` passes it, so its worker finds it armed, or whoever completes its last dependency makes it
+///   ready.
+/// The alias table in DeviceState is the one this poll's tickets see: the front end applies control
+/// tasks alone, in their turn, and waits here.
+__device__ void special_job(const LaunchParams& p, void* smem, uint64_t post) {
+  DeviceState& s = *p.state;
+  SpecialScratch& ss = *static_cast<SpecialScratch*>(smem);
+  const uint64_t mask = (1ull << p.log2_capacity) - 1;
+  const uint32_t cap = 1u << p.log2_capacity;
+  const uint64_t hr = *reinterpret_cast<const volatile uint64_t*>(&s.special_poll);
+  const uint64_t head = hr >> 8;
+  const uint32_t ready = static_cast<uint32_t>(hr & 0xffu);
+  const Chunk ch = const_cast<const Chunk&>(*reinterpret_cast<const volatile Chunk*>(&s.special_chunks[threadIdx.x]));
+  const uint32_t j = threadIdx.x / kSlotChunks, c = threadIdx.x % kSlotChunks;
+  uint32_t x[3] = {ch.w[0], ch.w[1], ch.w[2]};
+  // The slot's chunk-0 words 0 and 1 (op | arg_bytes | hints, tiles), from its chunk-0 lane.
+  const uint32_t w0 = __shfl_sync(0xffffffffu, x[0], (threadIdx.x & 31) & ~(kSlotChunks - 1));
+  const uint32_t w1 = __shfl_sync(0xffffffffu, x[1], (threadIdx.x & 31) & ~(kSlotChunks - 1));
+  if (threadIdx.x == 0) {
+    ss.deps = 0;
+    ss.cut = ~0u;
+  }
+  __syncthreads();
+  if (j < ready && c == 0 && (w0 & 0xffffu) == GPUOS_OP_DEPS) atomicOr(&ss.deps, 1u << j);
+  __syncthreads();
+  const uint32_t deps = ss.deps;
+  if (j + 1 < ready && c >= 2 && ((deps >> j) & 1u)) {
+#pragma unroll
+    for (uint32_t i = 0; i < 3; ++i) {
+      // Words 6..21 of a dependency slot are DepsArgs::back (0 past its count): task j + 1 waits for ticket
+      // head + j + 1 - back, whose record ticket (that + cap) reuses.
+      const uint32_t word = 3 * c + i, back = x[i] & ~kDepOrderOnly;
+      if (word >= 6 && word < 6 + kMaxDeps && back >= 1 && back < cap && j + 1 + cap - back < ready)
+        atomicMin(&ss.cut, j + 1 + cap - back);
+    }
+  }
+  __syncthreads();
+  uint32_t r = ready < ss.cut ? ready : ss.cut;
+  if (r > 0 && ((deps >> (r - 1)) & 1u)) --r;
+  const uint64_t t = head + j;
+  TaskRecord& e = p.dq[t & mask];
+  const bool parked = (w0 & 0xffffu) == GPUOS_OP_DEPS || ((w0 >> 24) & kHintDeps);
+  if (j < r) {
+    if (c == 0) x[0] = resolve_op(x[0], s.alias);
+    auto* w = reinterpret_cast<uint32_t*>(&e.payload) + 3 * c;
+    w[0] = x[0];
+    w[1] = x[1];
+    w[2] = x[2];
+    if (c == 0) {
+      e.ticket = t;
+      e.mark = static_cast<uint32_t>(s.launches << 1);
+      e.pending = queue_tiles(w0, w1);
+      e.scratch = 0.0;
+    }
+  }
+  __syncthreads();
+  if (j < r && c == 0 && !parked) {
+    // The block's copies (ordered before this thread by the barrier), then the claim word.
+    cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+    dev_ref<uint64_t>(e.claim).store(make_claim(queue_tiles(w0, w1), t), cuda::memory_order_relaxed);
+  }
+  __syncthreads();
+  if (j < r && c == 0 && ((deps >> j) & 1u)) register_task(p, t);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+    dev_ref<uint64_t>(s.special_done).store((post << 8) | r, cuda::memory_order_relaxed);
+  }
+  __syncthreads();  // the tiles' shared memory is free again
 }
 
 /// The front end's loop. kTrace: the flight recorder is on (DeviceState::trace); the loop without it is
@@ -428,19 +973,12 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
   __shared__ uint16_t alias[GPUOS_MAX_OPS];
   // What a poll found, for the whole block. Three buffers, so a poll needs one barrier: thread 0
   // resets the buffer of the poll after next before this poll's barrier (the last readers of that
-  // buffer, two polls back, have all passed the previous poll's barrier), and the others' atomicMins
+  // buffer, two polls back, have all passed the previous poll's barrier), and the others' atomics
   // into it come after this barrier.
-  struct PollResult {
-    uint32_t ready;       // index of the first slot that is not ready (~0u: all were)
-    uint32_t control_at;  // index of the first control task (~0u: none)
-    uint32_t stop;
-    uint32_t tiles0;      // tiles of the first slot
-    uint32_t more0;       // the first slot's host hint (abi::kHintMore)
-  };
   __shared__ PollResult polls[3];
   for (uint32_t i = tid; i < GPUOS_MAX_OPS; i += GPUOS_BLOCK_THREADS) alias[i] = s.alias[i];
   if (tid == 0) sh.local_scratch = 0.0;  // run_lone's scratch (it leaves it 0 for the next)
-  if (tid < 3) polls[tid] = PollResult{~0u, ~0u, 0u, 0u, 0u};
+  if (tid < 3) polls[tid] = empty_poll();
   // Pacing state, thread 0's (in shared memory: the loop's registers are spoken for). after_lone: 1 = the
   // last poll ran a lone task and the next poll is paced; 2 = that paced poll came back empty.
   struct Pacing {
@@ -484,24 +1022,30 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
 #pragma unroll
     for (uint32_t k = 0; k < kLoadsPerThread; ++k) {
       const uint32_t ci = tid + k * GPUOS_BLOCK_THREADS;
-      if (ci < nchunks && v[k].w != stamp_of(head + ci / kSlotChunks, p.log2_capacity))
+      if (ci < nchunks && v[k].w != stamp_of(head + ci / kSlotChunks, p.log2_capacity)) {
         atomicMin(&pr.ready, ci / kSlotChunks);
-      else if (ci < nchunks && ci % kSlotChunks == 0 && (v[k].x & 0xffffu) == GPUOS_OP_CONTROL)
-        atomicMin(&pr.control_at, ci / kSlotChunks);
+      } else if (ci < nchunks && ci % kSlotChunks == 0 && (v[k].x & 0xffffu) >= GPUOS_OP_GRAPH) {
+        // Not an operator: a control task, a dependency slot or a graph launch.
+        const uint32_t op = v[k].x & 0xffffu;
+        if (op == GPUOS_OP_CONTROL)
+          atomicMin(&pr.control_at, ci / kSlotChunks);
+        else
+          atomicOr(&pr.special, op == GPUOS_OP_DEPS ? kPollDeps : kPollGraph);
+      }
     }
     if (tid == 0) {
       pr.stop = stop_run == p.run_id;
       pr.tiles0 = v[0].y;  // chunk 0 of slot 0: op|arg_bytes|hints, tiles, args[0..3]
-      pr.more0 = (v[0].x >> 24) & kHintMore;
-      polls[(iter + 1) % 3] = PollResult{~0u, ~0u, 0u, 0u, 0u};  // the next poll's
+      pr.w0 = v[0].x;
+      polls[(iter + 1) % 3] = empty_poll();  // the next poll's
       if (trace) t_return = global_ns();  // after thread 0's reads returned (its stamp was compared)
     }
     __syncthreads();
     // Every chunk of the poll is in (the recorder's word 8 of this poll's record, read back by run_lone).
     if (tid == 0 && trace) trace_record(trace, trace_pos)[8] = global_ns();
     uint32_t ready = pr.ready < window ? pr.ready : window;
-    const uint32_t ctl = pr.control_at, tiles0 = pr.tiles0;
-    const bool more0 = pr.more0 != 0;
+    const uint32_t ctl = pr.control_at, tiles0 = pr.tiles0, special = pr.special;
+    const bool more0 = (pr.w0 >> 24) & kHintMore;
     const bool stop = pr.stop;
     if (stop) break;  // what this poll saw stays in the ring for the next launch
     if (tid == 0 && pacing.after_lone != 0) {
@@ -520,7 +1064,9 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     // alone, in its turn; the tasks after it wait for the next poll.
     const bool control = ctl == 0 && ready > 0;
     if (ctl < ready) ready = ctl == 0 ? 1 : ctl;
-    const bool lone = ready == 1 && tiles0 == 1 && !control;
+    // A lone operator task: not a graph launch, nor a poll with dependency slots (a task that waits for
+    // others always shares its poll with its dependency slot).
+    const bool lone = ready == 1 && tiles0 == 1 && !control && special == 0;
 
     if (tid == 0 && (iter & 63) == 0) {
       store_sys_u64(&p.control->heartbeat, iter + 1);
@@ -536,18 +1082,33 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       if (tid == 0) apply_control(p, alias, v[0], kind, head);
       __syncthreads();
     } else if (lone) {
-      // Lone single-tile task: run it here, no hand-off (run_lone says more).
       uint64_t* rec = trace ? trace_record(trace, trace_pos) : nullptr;  // this poll's record
       if (tid == 0 && rec) {
         rec[9] = global_ns();  // run_lone called
       }
       lone_steps = run_lone<kTrace>(p, sh, smem, alias, v[0], head, launch, trace ? t_return : 0ull, rec);
-      // No barrier: sh.payload is next written after the next poll's barrier.
-      // Pace the next poll when it reads one slot (no hint that more follow); pacing off: limit 0.
       if (tid == 0) {
         pacing.lone_end = global_ns();
         pacing.after_lone = pacing.limit != 0 && next_window(window, ready, more0) == 1 ? 1u : 0u;
       }
+    } else if (special & kPollDeps) {
+      // Dependency slots: an idle worker copies the poll (special_job) while this block waits.
+      s.special_chunks[tid] = reinterpret_cast<const Chunk&>(v[0]);
+      __syncthreads();
+      if (tid == 0) {
+        const uint64_t post = dev_ref<uint64_t>(s.special_post).load(cuda::memory_order_relaxed) + 1;
+        dev_ref<uint64_t>(s.special_poll)
+            .store((head << 8) | (ready < kSpecialSlots ? ready : kSpecialSlots), cuda::memory_order_relaxed);
+        cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+        dev_ref<uint64_t>(s.special_post).store(post, cuda::memory_order_relaxed);
+        uint64_t done;
+        while (((done = dev_ref<uint64_t>(s.special_done).load(cuda::memory_order_relaxed)) >> 8) != post) {
+        }
+        cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+        pr.taken = static_cast<uint32_t>(done & 0xffu);
+      }
+      __syncthreads();
+      ready = pr.taken;
     } else {
       // Copy the ready slots into the device queue, arm each entry, then publish them all.
 #pragma unroll
@@ -555,7 +1116,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         const uint32_t ci = tid + k * GPUOS_BLOCK_THREADS;
         if (ci < ready * kSlotChunks) {
           const uint64_t t = head + ci / kSlotChunks;
-          DqEntry& e = p.dq[t & mask];
+          TaskRecord& e = p.dq[t & mask];
           auto* w = reinterpret_cast<uint32_t*>(&e.payload) + 3 * (ci % kSlotChunks);
           w[0] = ci % kSlotChunks == 0 ? resolve_op(v[k].x, alias) : v[k].x;
           w[1] = v[k].y;
@@ -563,7 +1124,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
           if (ci % kSlotChunks == 0) {
             const uint32_t tiles = slot_tiles(v[k].y);
             e.ticket = t;
-            e.pad = static_cast<uint32_t>(launch << 1);
+            e.mark = static_cast<uint32_t>(launch << 1);
             e.pending = tiles;
             e.scratch = 0.0;
           }
@@ -623,41 +1184,78 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
 }
 
 // ---- workers -----------------------------------------------------------------------------------------
+/// A worker block's loop. Thread 0 decides, in this order: the block's continuation (a record one of its
+/// completions made ready; kMaxStreak in a row at most, then it is offered to the board), a poll the
+/// front end waits on (special_job), its own ticket once `head` has passed it, its chain, then tiles or
+/// records on the board; otherwise it backs off. It
+/// leaves once the front end has closed, every published ticket has completed and its own ticket was
+/// never published.
 __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
   DeviceState& s = *p.state;
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
   uint64_t mine = 0;
   bool have = false;
   uint32_t backoff = 0;
+  uint32_t streak = 0;
+  if (threadIdx.x == 0) sh.next = sh.chain = 0;
   for (;;) {
     if (threadIdx.x < 32) {
       uint32_t action = kIdle;
-      uint64_t help = 0;
-      uint32_t help_slot = 0;
+      uint64_t target = 0;
+      uint32_t help_slot = kBoardSize;
       if (threadIdx.x == 0) {
-        if (!have) {
-          mine = dev_ref<uint64_t>(s.claim).fetch_add(1ull, cuda::memory_order_relaxed);
-          have = true;
+        if (sh.next != 0 && streak < kMaxStreak) {
+          action = kRunNext;
+        } else {
+          if (sh.next != 0) {
+            // A long run of continuations: offer this one to others (armed), so the block's own ticket
+            // and chain are not starved.
+            TaskRecord& r = *reinterpret_cast<TaskRecord*>(sh.next);
+            sh.next = 0;
+            arm_ready(r, ready_tiles(r));
+            uint32_t slot;
+            if (!board_insert(p, reinterpret_cast<uint64_t>(&r), slot)) chain(sh, r);
+          }
+          streak = 0;
+          if (!have) {
+            mine = dev_ref<uint64_t>(s.claim).fetch_add(1ull, cuda::memory_order_relaxed);
+            have = true;
+          }
+          // Relaxed polls, one acquire fence once there is something to act on: an acquire load at
+          // device scope invalidates the whole L1 of the SM (CCTL.IVALL in the SASS), and idle workers
+          // poll every microsecond, on every SM, the front end's included. (It keeps the SMs' L1 valid;
+          // the lone task's path takes the same time with acquire polls on an H100.)
+          const uint64_t h = dev_ref<uint64_t>(s.head).load(cuda::memory_order_relaxed);
+          // A poll the front end waits on (special_job): first come, first served.
+          const uint64_t post = dev_ref<uint64_t>(s.special_post).load(cuda::memory_order_relaxed);
+          const uint64_t done = dev_ref<uint64_t>(s.special_done).load(cuda::memory_order_relaxed);
+          uint64_t expect = post - 1;
+          if (post > (done >> 8) &&
+              dev_ref<uint64_t>(s.special_taken).compare_exchange_strong(expect, post, cuda::memory_order_acq_rel)) {
+            action = kSpecial;
+            target = post;
+          } else if (mine < h) {
+            action = kRunOwn;
+          } else if (sh.chain != 0) {
+            action = kRunChain;
+          } else if (dev_ref<uint32_t>(s.closed).load(cuda::memory_order_relaxed)) {
+            // The front end's last store to head happened before closed: re-read it after the fence.
+            cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+            const uint64_t h2 = dev_ref<uint64_t>(s.head).load(cuda::memory_order_relaxed);
+            if (mine < h2)
+              action = kRunOwn;
+            else if (dev_ref<uint64_t>(s.completed).load(cuda::memory_order_relaxed) >= h2)
+              action = kExit;  // every published ticket completed: nothing can become ready any more
+          }
+          // Acquire (pairs with the front end's release of head): the entry's claim word read next is the
+          // one the front end armed, not its previous lap's.
+          if (action == kRunOwn) cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
         }
-        // Relaxed polls, one acquire fence once there is something to act on: an acquire load at
-        // device scope invalidates the whole L1 of the SM (CCTL.IVALL in the SASS), and idle workers
-        // poll every microsecond, on every SM, the front end's included. (It keeps the SMs' L1 valid;
-        // the lone task's path takes the same time with acquire polls on an H100.)
-        const uint64_t h = dev_ref<uint64_t>(s.head).load(cuda::memory_order_relaxed);
-        if (mine < h) {
-          action = kRunOwn;
-        } else if (dev_ref<uint32_t>(s.closed).load(cuda::memory_order_relaxed)) {
-          // The front end's last store to head happened before closed: re-read it after the fence.
-          cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
-          action = mine < dev_ref<uint64_t>(s.head).load(cuda::memory_order_relaxed) ? kRunOwn : kExit;
-        }
-        // Acquire (pairs with the front end's release of head): the entry's claim word read next is the
-        // one the front end armed, not its previous lap's.
-        if (action == kRunOwn) cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
       }
       action = __shfl_sync(0xffffffffu, action, 0);
       if (action == kIdle) {
-        // Look for a multi-tile task with tiles left; start at a block-specific slot to spread helpers.
+        // Look for a task with tiles left or a batch of ready records; start at a block-specific slot to
+        // spread helpers.
         const uint32_t lane = threadIdx.x;
         const uint32_t base = blockIdx.x % kBoardSize;
         const uint32_t i0 = (base + lane) % kBoardSize, i1 = (base + lane + 32) % kBoardSize;
@@ -666,30 +1264,54 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
         const uint32_t m0 = __ballot_sync(0xffffffffu, b0 != 0), m1 = __ballot_sync(0xffffffffu, b1 != 0);
         if (m0 | m1) {
           const int src = m0 ? __ffs(m0) - 1 : __ffs(m1) - 1;
-          help = __shfl_sync(0xffffffffu, m0 ? b0 : b1, src);
+          target = __shfl_sync(0xffffffffu, m0 ? b0 : b1, src);
           help_slot = m0 ? (base + src) % kBoardSize : (base + src + 32) % kBoardSize;
           action = kHelp;
         }
       }
       if (threadIdx.x == 0) {
+        if (action == kRunNext) {
+          target = sh.next;
+          sh.next = 0;
+          ++streak;
+        } else if (action == kRunChain) {
+          target = sh.chain;
+          sh.chain = reinterpret_cast<const volatile TaskRecord*>(target)->next_ready;
+        } else if (action == kRunOwn) {
+          target = reinterpret_cast<uint64_t>(&p.dq[mine & mask]);
+        } else if (action == kSpecial) {
+          // Acquire (pairs with the front end's release of special_post): its chunks as posted.
+          cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+        } else if (action == kHelp && (target & 1ull)) {
+          // A ready batch: take one record of it, which this block then runs as if it had got it itself.
+          target = take_from_batch(p, target, help_slot);
+          action = target ? kRunChain : kIdle;
+        }
         sh.action = action;
-        sh.ticket = action == kHelp ? help : mine;
+        sh.ticket = target;
         sh.board_slot = help_slot;
       }
     }
     __syncthreads();
     const uint32_t action = sh.action;
-    const uint64_t t = sh.ticket;
+    const uint64_t target = sh.ticket;
     const uint32_t bslot = sh.board_slot;
     __syncthreads();
     if (action == kExit) return;
-    if (action == kRunOwn) {
+    TaskRecord& r = *reinterpret_cast<TaskRecord*>(target);
+    if (action == kSpecial) {
       backoff = 0;
-      work_entry(p, sh, smem, p.dq[t & mask], kBoardSize, true, 0);
-      if (threadIdx.x == 0) have = false;
+      special_job(p, smem, target);
+    } else if (action == kRunNext) {
+      backoff = 0;
+      work_entry(p, sh, smem, r, kBoardSize, true, 0, true);
+    } else if (action == kRunOwn || action == kRunChain) {
+      backoff = 0;
+      work_entry(p, sh, smem, r, kBoardSize, true, 0, false);
+      if (action == kRunOwn && threadIdx.x == 0) have = false;
     } else if (action == kHelp) {
       backoff = 0;
-      work_entry(p, sh, smem, p.dq[(t - 1) & mask], bslot, false, t);
+      work_entry(p, sh, smem, r, bslot, false, target, false);
     } else {
       // Nothing to do: back off a little so idle blocks do not saturate L2 with polls.
       backoff = backoff < 1024 ? backoff + 64 : backoff;

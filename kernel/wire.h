@@ -25,11 +25,17 @@
 #endif
 
 /// Bumped on any change to a layout in this file; the image and the host must agree.
-#define GPUOS_ABI_VERSION 8u
+#define GPUOS_ABI_VERSION 9u
 
 /// Operator id of a control task: not an operator, an instruction to the front end, applied in ticket
 /// order (ControlArgs). Never a valid jump-table index.
 #define GPUOS_OP_CONTROL 0xFFFFu
+/// Operator id of a dependency slot: not a task, the list of tickets the next ticket's task waits for
+/// (DepsArgs). The task that follows it (Payload::hints kHintDeps) reads it and completes its ticket.
+#define GPUOS_OP_DEPS 0xFFFEu
+/// Operator id of a graph launch (GraphLaunchArgs): the scheduler runs the instance's nodes; the launch's
+/// ticket completes when its last node has.
+#define GPUOS_OP_GRAPH 0xFFFDu
 /// Operator id reserved for the runtime's heap requests (HeapCtlArgs). The scheduler serves it from its
 /// own code whatever the jump table holds; the host refuses it in user submissions.
 #define GPUOS_OP_HEAP_CTL (GPUOS_MAX_OPS - 1u)
@@ -71,7 +77,8 @@ struct alignas(8) Payload {
 /// Payload::hints. kHintMore: when the host published this slot it had already handed out a later ticket,
 /// so more work follows right behind it; the front end widens its next poll (kernel/window.hpp). Without
 /// it, a task found alone keeps the poll at one slot, the cheapest round trip for a waiting caller.
-enum SlotHint : uint8_t { kHintMore = 1 };
+/// kHintDeps: the task waits for the tickets the slot before it (GPUOS_OP_DEPS) lists.
+enum SlotHint : uint8_t { kHintMore = 1, kHintDeps = 2 };
 
 /// Completion record (mapped host memory; device writes with one 16-byte store, host reads).
 /// Record i holds the latest ticket t with t % capacity == i; seq = t + 1 so that zeroed memory is empty.
@@ -94,9 +101,17 @@ enum ControlKind : uint32_t { kControlAlias = 1 };
 /// What the device says about a task.
 enum TaskStatus : uint32_t {
   kTaskOk = 0,
-  kTaskBadOp = 1,    ///< no operator at that id in the running image
-  kTaskBadArgs = 2,  ///< argument size differs from the operator's declared size
+  kTaskBadOp = 1,       ///< no operator at that id in the running image
+  kTaskBadArgs = 2,     ///< argument size differs from the operator's declared size
+  kTaskDepFailed = 3,   ///< not run: a task it depends on (directly or not) failed; detail = the low 32
+                        ///< bits of the ticket that failed first (the root cause)
+  kTaskNodeFailed = 4,  ///< a graph launch: node `detail` failed; the nodes after it did not run. The
+                        ///< node's own status (kTaskBadOp, kTaskBadArgs) is in bits 8-15 (node_failure)
 };
+/// The status of a completion record without the failed node's (kTaskNodeFailed).
+GPUOS_HD inline constexpr uint32_t status_code(uint32_t status) { return status & 0xffu; }
+/// kTaskNodeFailed: the failed node's own status.
+GPUOS_HD inline constexpr uint32_t node_failure(uint32_t status) { return (status >> 8) & 0xffu; }
 
 /// Control block (mapped host memory). Cache-line separated by writer.
 struct alignas(64) HostControl {
@@ -113,23 +128,142 @@ struct alignas(64) HostControl {
   uint64_t pad1[2];
 };
 
-/// Device-queue entry (device memory): the ring slot copied into L2-resident memory by the front end,
-/// plus the per-task tile bookkeeping. Index = ticket % capacity, like the ring.
+/// Most tickets one task waits for directly (a longer list goes through join tasks, host/submitter.cpp).
+inline constexpr uint32_t kMaxDeps = 16;
+
+/// A runnable unit in device memory: a host ticket's entry of the device queue (index ticket % capacity,
+/// like the ring) or a node of an instantiated graph (GraphShape::recs). 256 bytes: line 0 is what the
+/// front end arms and workers claim from, line 1 the dependency bookkeeping.
 ///
 /// Tiles are handed out by decrementing `claim` by 1 << 32. Its high half is the number of tiles not yet
 /// handed out (a signed count that goes negative once exhausted), its low half the low 32 bits of the
 /// ticket. A claim is valid iff the old remaining count was positive; the tile is then (remaining - 1),
-/// and the entry cannot be reused before that tile finishes (its task cannot complete), so the payload
-/// read after a valid claim is always the claimed task's. A stale claim (an exhausted or recycled entry)
-/// reads remaining <= 0 and touches nothing. The front end (re)arms an entry by writing the payload,
-/// fencing, then exchanging `claim`.
-struct alignas(128) DqEntry {
+/// and the record cannot be reused before that tile finishes (its task cannot complete), so the payload
+/// read after a valid claim is always the claimed task's. A stale claim (an exhausted or recycled record)
+/// reads remaining <= 0 and touches nothing. A record that must not run yet (a task waiting for its
+/// dependencies, a dependency slot) is armed with no tile; a ready record handed to one block (its
+/// continuation) is not armed at all: that block runs it, and arms the claim word itself when the task
+/// has more than one tile, so that others can help.
+///
+/// Host tickets, dependencies: `waiters` is a list of links (a waiting task's links[j]) tagged with the
+/// ticket's low 32 bits and closed when it completes (kWaitDone, kWaitFailed); a word with another tag is
+/// a former ticket's: empty and open. `deps_left` counts the task's dependencies not yet complete, plus
+/// one while they are being registered; whoever takes it to zero makes the task ready (kernel/deps.hpp).
+///
+/// Graph nodes: `arrived` counts completed predecessors over all launches (never reset); the node is
+/// ready in a launch once it has grown by its in-degree. Successors are named by `succ_begin`: the
+/// successor itself (a succ_word) when succ_count is 1, else an index into GraphShape::succ.
+struct alignas(256) TaskRecord {
   uint64_t claim;    ///< (remaining tiles << 32) | (uint32_t)ticket
   uint32_t pending;  ///< tiles not yet finished; the block that takes it to 0 completes the task
-  uint32_t pad;      ///< diagnostics: (launch << 1) | 1 if the front end ran the task itself
-  uint64_t ticket;
-  double scratch;  ///< per-task accumulator, zeroed before the task starts (TileCtx::scratch)
+  uint32_t mark;     ///< diagnostics: (launch << 1) | 1 if the front end ran the task itself
+  uint64_t ticket;   ///< host tickets: the ticket; graph nodes: the running launch's ticket
+  double scratch;    ///< per-task accumulator, zeroed before the task starts (TileCtx::scratch)
   Payload payload;
+  uint64_t waiters;     ///< host tickets: (low 32 bits of the ticket << 32) | kWaitDone | kWaitFailed | link + 1
+  /// Why the task completes without running: 0, or for host tickets the root-cause ticket + 1 (set
+  /// before it is made ready, or by its completer when it failed), for graph nodes 1 (a predecessor failed
+  /// or was skipped in this launch; its completer clears it).
+  uint64_t cause;
+  uint64_t exec;        ///< graph nodes: their GraphExec (device address); 0 for host tickets
+  uint32_t deps_left;   ///< host tickets: dependencies not yet complete (+1 while registering)
+  uint32_t node;        ///< graph nodes: the node's index
+  uint64_t next_ready;  ///< the chain of ready records a block keeps for itself (device address or 0)
+  uint32_t links[kMaxDeps];  ///< host tickets: this task's waiter links (next link id + 1; 0: end)
+  uint32_t succ_begin;  ///< graph nodes: see above
+  uint32_t succ_count;  ///< graph nodes: successors
+  uint32_t weak;        ///< host tickets: bit j set: links[j] orders only (its failure does not propagate)
+  uint32_t sinks;       ///< graph nodes without a successor: the graph's number of such nodes; else 0
+  uint64_t arrived;     ///< graph nodes: predecessors completed, over all launches
+};
+
+/// TaskRecord::waiters: state bits and the head of the list (a link id + 1; 0 = empty). A link id is
+/// (index of the waiting task's record) * kMaxDeps + (its link slot).
+inline constexpr uint64_t kWaitDone = 1ull << 31;
+inline constexpr uint64_t kWaitFailed = 1ull << 30;
+inline constexpr uint64_t kWaitHeadMask = (1ull << 30) - 1;
+GPUOS_HD inline constexpr uint64_t wait_word(uint64_t ticket, uint64_t state_and_head) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(ticket)) << 32) | state_and_head;
+}
+GPUOS_HD inline constexpr bool wait_is_for(uint64_t word, uint64_t ticket) {
+  return static_cast<uint32_t>(word >> 32) == static_cast<uint32_t>(ticket);
+}
+
+/// Arguments of a dependency slot (op GPUOS_OP_DEPS, ticket T - 1): what task T waits for. Entries of
+/// back[] past `count` are 0.
+struct DepsArgs {
+  uint32_t count;          ///< tickets listed in back[] (<= kMaxDeps)
+  uint32_t reserved;
+  uint64_t failed_cause;   ///< 0, or (root-cause ticket + 1) of a dependency already known to have failed
+  /// T minus each ticket waited for (1 .. capacity - 1), | kDepOrderOnly when that ticket only orders T.
+  uint32_t back[kMaxDeps];
+};
+/// DepsArgs::back: T runs after that ticket, whether it failed or not (a lane's order, a graph instance's
+/// previous launch).
+inline constexpr uint32_t kDepOrderOnly = 1u << 31;
+
+/// Arguments of a graph launch (op GPUOS_OP_GRAPH; the slot's tiles are 1).
+struct GraphLaunchArgs {
+  uint64_t exec;      ///< the instance (device address of its GraphExec)
+  uint64_t deltas;    ///< GraphDelta[ndeltas] in mapped host memory: nodes changed since the last launch
+  uint32_t ndeltas;
+  uint32_t reserved;
+  uint64_t number;    ///< diagnostics: the host's launch count of this instance (1, 2, ...)
+};
+
+/// A node's new operator slot and arguments (mapped host memory), applied by its launch before any node
+/// runs: arguments set since the last launch, and the slot of an alias the node names as of the launch's
+/// ticket (the host resolves aliases for graph nodes, in ticket order with alias switches).
+struct GraphDelta {
+  uint32_t node;
+  uint16_t op;
+  uint16_t reserved;
+  unsigned char args[GPUOS_MAX_ARG_BYTES];  ///< the node's argument size is fixed at instantiation
+};
+
+/// A successor as TaskRecord::succ_begin (one successor) or GraphShape::succ holds it: the node index in
+/// the low 20 bits, its in-degree above them (kSuccIndegMax: look it up in GraphShape::indeg).
+inline constexpr uint32_t kSuccNodeBits = 20;
+inline constexpr uint32_t kSuccNodeMask = (1u << kSuccNodeBits) - 1;
+inline constexpr uint32_t kSuccIndegMax = (1u << (32 - kSuccNodeBits)) - 1;
+GPUOS_HD inline constexpr uint32_t succ_word(uint32_t node, uint32_t indeg) {
+  return node | ((indeg < kSuccIndegMax ? indeg : kSuccIndegMax) << kSuccNodeBits);
+}
+
+/// A set of ready records other blocks claim one at a time (from the board), like tiles of a task: each
+/// item is an armed record, and whoever claims one runs it (and may put it on the board for helpers).
+struct alignas(64) ReadyBatch {
+  uint64_t claim;  ///< (records not yet handed out << 32), as TaskRecord::claim
+  uint64_t items;  ///< uint64_t[] of record addresses
+  uint64_t pad[6];
+};
+
+/// An instantiated graph (device memory, one block of the runtime's heap; the host writes it at
+/// instantiation). Launches of one instance run one after the other (each waits for the one before), so
+/// `run` belongs to the running launch; `shape` never changes.
+struct alignas(128) GraphRun {
+  uint64_t launch;        ///< TaskRecord address of the running launch's ticket
+  uint64_t cause;         ///< 0, or (the first failed node's status << 32) | (node + 1), in the running launch
+  uint64_t items_used;    ///< ready-list items handed out in the running launch
+  uint64_t batches_used;  ///< ready batches handed out in the running launch
+  uint64_t sinks_done;    ///< nodes without a successor completed, over all launches
+  uint64_t launches;      ///< launches that ran (diagnostics)
+  uint64_t pad[10];
+};
+struct alignas(128) GraphShape {
+  uint32_t nodes, nroots;
+  uint32_t nsinks, reserved;
+  uint64_t recs;         ///< TaskRecord[nodes]
+  uint64_t indeg;        ///< uint32_t[nodes]
+  uint64_t succ;         ///< successors, a succ_word each [edges]
+  uint64_t roots;        ///< uint32_t[nroots]
+  uint64_t items;        ///< uint64_t[nodes]: ready lists
+  uint64_t batches;      ///< ReadyBatch[nodes / 2 + 1]
+  uint64_t pad[8];
+};
+struct GraphExec {
+  GraphRun run;
+  GraphShape shape;
 };
 
 /// Builds a claim word.
@@ -173,9 +307,18 @@ inline constexpr uint32_t kBoardSize = 64;
 /// survives relaunches and image changes). Hot words each own a 128-byte line.
 struct alignas(128) DeviceState {
   uint64_t head;  ///< tickets [0, head) are in the device queue (front end writes)
-  uint64_t pad0[15];
+  /// A poll with dependency slots, left by the front end to a worker (special_job, kernel/scheduler.cu)
+  /// while it waits: the number of such posts so far (the front end writes it last, with release). Beside
+  /// `head`, which idle workers read anyway.
+  uint64_t special_post;
+  /// (the last post a worker finished << 8) | the slots it copied.
+  uint64_t special_done;
+  /// The posted poll: (its head << 8) | its slots (<= 32); its chunks are in special_chunks.
+  uint64_t special_poll;
+  uint64_t pad0[12];
   uint64_t claim;  ///< next ticket a worker block claims
-  uint64_t pad1[15];
+  uint64_t special_taken;  ///< the last post a worker took (compare-and-swap from post - 1)
+  uint64_t pad1[14];
   uint32_t closed;  ///< front end stopped publishing for this run
   uint32_t exited;  ///< blocks of this run that have left the kernel
   uint64_t launches;
@@ -197,11 +340,19 @@ struct alignas(128) DeviceState {
   /// batch starts (TileClaimFn, gpuos/op.cuh). GPUOS_CLAIM_AHEAD=0 sets it (a diagnostic).
   uint32_t claim_ahead_off;
   uint64_t pad3[8];
-  uint64_t board[kBoardSize];  ///< ticket + 1 of multi-tile tasks that may have unclaimed tiles; 0 = empty
+  /// Work idle blocks can take: a TaskRecord's address (a task with tiles left to claim) or a ReadyBatch's
+  /// address | 1 (records ready to run); 0 = empty.
+  uint64_t board[kBoardSize];
   /// Alias table: a task's op id is a logical id; the front end replaces it with alias[op] (the jump-table
   /// slot) when it copies the task into the device queue. Identity unless a control task changed it.
   /// Written only by the front end (control tasks) and by the host before the first launch.
   uint16_t alias[GPUOS_MAX_OPS];
+  /// Host tickets completed, over all launches (devices side): a stopping kernel's blocks leave once it
+  /// reaches `head` (every published task, graph launches and tasks waiting for others included, done).
+  uint64_t completed;
+  uint64_t pad4[15];
+  /// The front end's threads' first chunks of the poll in special_post (thread i: chunk i % 8 of slot i / 8).
+  Chunk special_chunks[GPUOS_BLOCK_THREADS];
 };
 
 /// The one kernel parameter.
@@ -210,7 +361,7 @@ struct LaunchParams {
   Completion* completions;
   HostControl* control;
   DeviceState* state;
-  DqEntry* dq;
+  TaskRecord* dq;  ///< the device queue: TaskRecord[capacity]
   uint64_t run_id;
   uint32_t log2_capacity;
   uint32_t abi_version;
@@ -261,11 +412,20 @@ static_assert(offsetof(Payload, args) == 8, "args must be 8-byte aligned inside 
 static_assert(sizeof(Completion) == 16);
 static_assert(sizeof(HostControl) == 128);
 static_assert(offsetof(HostControl, heartbeat) == 64, "device-written words own the second line");
-static_assert(sizeof(DqEntry) == 128);
-static_assert(offsetof(DqEntry, payload) == 32);
+static_assert(sizeof(TaskRecord) == 256 && alignof(TaskRecord) == 256);
+static_assert(offsetof(TaskRecord, payload) == 32 && offsetof(TaskRecord, waiters) == 128);
+static_assert(offsetof(TaskRecord, links) == 168 && offsetof(TaskRecord, succ_begin) == 232);
+static_assert(offsetof(TaskRecord, arrived) == 248);
+static_assert(sizeof(DepsArgs) == 80 && sizeof(DepsArgs) <= GPUOS_MAX_ARG_BYTES);
+static_assert(sizeof(GraphLaunchArgs) == 32 && sizeof(GraphLaunchArgs) <= GPUOS_MAX_ARG_BYTES);
+static_assert(sizeof(GraphDelta) == 96 && offsetof(GraphDelta, op) == 4 && offsetof(GraphDelta, args) == 8);
+static_assert(sizeof(GraphRun) == 128 && sizeof(GraphShape) == 128 && sizeof(GraphExec) == 256);
+static_assert(sizeof(ReadyBatch) == 64);
 static_assert(offsetof(DeviceState, claim) == 128 && offsetof(DeviceState, closed) == 256);
 static_assert(offsetof(DeviceState, board) == 384);
-static_assert(offsetof(DeviceState, alias) == 896 && sizeof(DeviceState) == 1408);
+static_assert(offsetof(DeviceState, alias) == 896 && offsetof(DeviceState, completed) == 1408);
+static_assert(offsetof(DeviceState, special_chunks) == 1536);
+static_assert(sizeof(DeviceState) == 1536 + 16 * GPUOS_BLOCK_THREADS);
 static_assert(sizeof(ControlArgs) == 8);
 static_assert(offsetof(LaunchParams, heap) == 56);
 static_assert(offsetof(HeapReply, stats) == 16 && offsetof(HeapReply, message) == 152);

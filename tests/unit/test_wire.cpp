@@ -97,7 +97,7 @@ TEST_CASE("tile counts of the built-ins") {
 }
 
 TEST_CASE("heap requests: the reserved operator id, the request in a slot, the reply's layout") {
-  CHECK(GPUOS_ABI_VERSION == 8u);
+  CHECK(GPUOS_ABI_VERSION == 9u);
   CHECK(offsetof(DeviceState, max_batch) == 304);
   CHECK(offsetof(DeviceState, pace_limit_ns) == 308);
   CHECK(offsetof(DeviceState, claim_spread) == 312);
