@@ -42,6 +42,10 @@ enum class Kind { flag, integer, bytes, choice, path };
   X(poll_pace_ns, "GPUOS_POLL_PACE", integer, 0, 4000, "off=0", "1200",                                    \
     "Longest the front end waits (ns) after a lone task's completion before its next poll of the ring; "   \
     "it adapts below this. off or 0: never waits.")                                                        \
+  X(graph_staging, "GPUOS_GRAPH_STAGING", bytes, 1 << 16, 1ll << 34, "", "4M",                            \
+    "Mapped pinned memory for graph launches' argument updates, allocated at boot: a launch's updates "    \
+    "(96 bytes a node) wait there until it has run; launches wait for room, and more than this at once "  \
+    "is refused.")                                                                                          \
   X(trace, "GPUOS_TRACE", flag, 0, 1, "", "0",                                                             \
     "1: the front end records every poll that found work in a flight recorder (device memory) that "       \
     "gpuos_diagnose summarizes. Diagnostics; slows the front end slightly.")                               \

@@ -9,11 +9,23 @@
 #include "common/error.hpp"
 #include "gpuos/gpuos.h"
 #include "host/device.hpp"
+#include "host/graph.hpp"
+#include "host/graphs.hpp"
 #include "host/runtime.hpp"
+#include "host/submitter.hpp"
 
 struct gpuos_runtime {
   gpuos::detail::Runtime impl;
   explicit gpuos_runtime(const gpuos_options& o) : impl(o) {}
+};
+
+struct gpuos_lane {
+  gpuos::detail::Lane lane;
+  const gpuos_runtime* owner;
+};
+
+struct gpuos_graph {
+  gpuos::detail::Graph g;
 };
 
 namespace {
@@ -79,6 +91,15 @@ gpuos_options with_defaults(const gpuos_options* opts) {
 #define GPUOS_REQUIRE(cond, msg) \
   if (!(cond)) return set_error(GPUOS_ERR_INVALID_ARG, msg)
 
+/// The runtime's lane behind a handle (NULL: none); throws unless it is one of rt's.
+gpuos::detail::Lane* lane_of(const gpuos_runtime* rt, gpuos_lane* l) {
+  if (!l) return nullptr;
+  if (l->owner != rt) gpuos::detail::fail(GPUOS_ERR_INVALID_ARG, "the lane belongs to another runtime");
+  return &l->lane;
+}
+
+gpuos::detail::GraphInstance* instance_of(gpuos_graph_exec* e) { return reinterpret_cast<gpuos::detail::GraphInstance*>(e); }
+
 }  // namespace
 
 extern "C" {
@@ -142,6 +163,71 @@ gpuos_status gpuos_try_submit(gpuos_runtime* rt, const gpuos_task* task, uint64_
 gpuos_status gpuos_submit_batch(gpuos_runtime* rt, const gpuos_task* tasks, size_t n, uint64_t* first) {
   GPUOS_REQUIRE(rt && first, "rt or first_ticket is NULL");
   return run([&] { rt->impl.submit(tasks, n, true, *first); });
+}
+
+gpuos_status gpuos_lane_create(gpuos_runtime* rt, gpuos_lane** out) {
+  GPUOS_REQUIRE(rt && out, "rt or out is NULL");
+  *out = nullptr;
+  return store(out, [&] { return new gpuos_lane{{}, rt}; });
+}
+
+gpuos_status gpuos_lane_destroy(gpuos_runtime* rt, gpuos_lane* lane) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return run([&] {
+    lane_of(rt, lane);
+    delete lane;
+  });
+}
+
+gpuos_status gpuos_submit_after(gpuos_runtime* rt, const gpuos_task* task, const uint64_t* after, size_t n_after,
+                                gpuos_lane* lane, uint64_t* ticket) {
+  GPUOS_REQUIRE(rt && task && ticket, "rt, task or ticket is NULL");
+  return run([&] { *ticket = rt->impl.submit_after(*task, after, n_after, lane_of(rt, lane)); });
+}
+
+gpuos_status gpuos_graph_create(gpuos_graph** out) {
+  GPUOS_REQUIRE(out, "out is NULL");
+  *out = nullptr;
+  return store(out, [] { return new gpuos_graph{}; });
+}
+
+gpuos_status gpuos_graph_destroy(gpuos_graph* g) {
+  delete g;
+  return GPUOS_OK;
+}
+
+gpuos_status gpuos_graph_add_node(gpuos_graph* g, const gpuos_task* task, uint32_t* node) {
+  GPUOS_REQUIRE(g && task, "graph or task is NULL");
+  return store(node, [&] { return g->g.add_node(*task); });
+}
+
+gpuos_status gpuos_graph_add_edge(gpuos_graph* g, uint32_t from, uint32_t to) {
+  GPUOS_REQUIRE(g, "graph is NULL");
+  return run([&] { g->g.add_edge(from, to); });
+}
+
+gpuos_status gpuos_graph_instantiate(gpuos_runtime* rt, const gpuos_graph* g, gpuos_graph_exec** out) {
+  GPUOS_REQUIRE(rt && g && out, "rt, graph or out is NULL");
+  *out = nullptr;
+  return store(out, [&] { return reinterpret_cast<gpuos_graph_exec*>(rt->impl.graphs().instantiate(g->g)); });
+}
+
+gpuos_status gpuos_graph_exec_set_args(gpuos_runtime* rt, gpuos_graph_exec* e, uint32_t node, const void* args,
+                                       uint32_t arg_bytes) {
+  GPUOS_REQUIRE(rt && e, "rt or instance is NULL");
+  return run([&] { rt->impl.graphs().set_args(instance_of(e), node, args, arg_bytes); });
+}
+
+gpuos_status gpuos_graph_launch(gpuos_runtime* rt, gpuos_graph_exec* e, const uint64_t* after, size_t n_after,
+                                gpuos_lane* lane, uint64_t* ticket) {
+  GPUOS_REQUIRE(rt && e && ticket, "rt, instance or ticket is NULL");
+  return run([&] { *ticket = rt->impl.graphs().launch(instance_of(e), after, n_after, lane_of(rt, lane)); });
+}
+
+gpuos_status gpuos_graph_exec_destroy(gpuos_runtime* rt, gpuos_graph_exec* e) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  if (!e) return GPUOS_OK;
+  return run([&] { rt->impl.graphs().destroy(instance_of(e)); });
 }
 
 gpuos_status gpuos_wait(gpuos_runtime* rt, uint64_t ticket, int64_t timeout_ns) {

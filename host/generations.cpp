@@ -420,24 +420,11 @@ std::uint32_t Generations::op_id(const std::string& name) {
   fail(GPUOS_ERR_INVALID_ARG, "no live operator or alias is named '" + name + "'");
 }
 
-namespace {
-abi::Payload control_task(std::uint32_t logical, std::uint32_t slot) {
-  abi::Payload p;
-  std::memset(&p, 0, sizeof(p));
-  p.op = GPUOS_OP_CONTROL;
-  p.arg_bytes = sizeof(abi::ControlArgs);
-  p.tiles = 1;
-  const abi::ControlArgs c{static_cast<std::uint16_t>(logical), static_cast<std::uint16_t>(slot), abi::kControlAlias};
-  std::memcpy(p.args, &c, sizeof(c));
-  return p;
-}
-}  // namespace
-
 std::uint64_t Generations::alias_set(const std::string& alias, const std::string& target) {
   std::lock_guard<std::mutex> lock(mu_);
   run_.check_usable();
   const OpRegistry::AliasPlan p = reg_.plan_alias(alias, target);
-  const std::uint64_t ticket = sub_.enqueue_one(control_task(p.logical, p.target));
+  const std::uint64_t ticket = sub_.enqueue_alias(p.logical, p.target);
   reg_.commit_alias(alias, p, false);  // registered only once its switch is in the queue
   return ticket;
 }
@@ -446,7 +433,7 @@ std::uint64_t Generations::alias_rollback(const std::string& alias) {
   std::lock_guard<std::mutex> lock(mu_);
   run_.check_usable();
   const OpRegistry::AliasPlan p = reg_.plan_alias_rollback(alias);
-  const std::uint64_t ticket = sub_.enqueue_one(control_task(p.logical, p.target));
+  const std::uint64_t ticket = sub_.enqueue_alias(p.logical, p.target);
   reg_.commit_alias(alias, p, true);
   return ticket;
 }

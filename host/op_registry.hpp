@@ -41,12 +41,21 @@ class AcceptTable {
     return w & ~kAccept;
   }
   bool accepts(std::uint32_t id) const { return arg_bytes(id).has_value(); }
-  void accept(std::uint32_t id, std::uint32_t arg_bytes) { w_[id].store(kAccept | arg_bytes, std::memory_order_release); }
-  void refuse(std::uint32_t id) { w_[id].store(0u, std::memory_order_release); }
+  void accept(std::uint32_t id, std::uint32_t arg_bytes) {
+    w_[id].store(kAccept | arg_bytes, std::memory_order_release);
+    version_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  void refuse(std::uint32_t id) {
+    w_[id].store(0u, std::memory_order_release);
+    version_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  /// Changes so far: what was checked against one version still holds while it is current.
+  std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
  private:
   static constexpr std::uint32_t kAccept = 1u << 31;
   std::atomic<std::uint32_t> w_[GPUOS_MAX_OPS] = {};
+  std::atomic<std::uint64_t> version_{0};
 };
 
 /// An operator source whose compiled version serves.

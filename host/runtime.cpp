@@ -5,6 +5,7 @@
 #include "host/diagnose.hpp"
 #include "host/driver.hpp"
 #include "host/generations.hpp"
+#include "host/graphs.hpp"
 #include "host/heap_client.hpp"
 #include "host/image_set.hpp"
 #include "host/monitor.hpp"
@@ -63,6 +64,7 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
     heap_ = std::make_unique<HeapClient>(opts_, dev_.info, boot.module, kernel_->stream());
     kernel_->set_heap(heap_->control());
     gens_ = std::make_unique<Generations>(ctx_, opts_, dev_.info, cfg_, registry_, *kernel_, *submitter_, run_);
+    graphs_ = std::make_unique<Graphs>(ctx_, cfg_, *submitter_, *kernel_, heap_.get(), registry_.accept());
     kernel_->control().launch();
     monitor_ = std::make_unique<Monitor>(ctx_, *kernel_, run_, [this] { return gens_->switches(); });
     monitor_->start();
@@ -103,6 +105,7 @@ void Runtime::shutdown() noexcept {
     (void)kernel_.release();
     (void)heap_.release();
     (void)images_.release();
+    (void)graphs_.release();
     return;
   }
   const bool faulted = run_.faulted();
@@ -112,6 +115,7 @@ void Runtime::shutdown() noexcept {
     if (heap_) heap_->free_memory();
     if (images_) images_->unload_all();
   }
+  graphs_.reset();
   gens_.reset();
   heap_.reset();
   submitter_.reset();
@@ -130,6 +134,10 @@ void Runtime::shutdown() noexcept {
 // ---- tasks --------------------------------------------------------------------------------------------------
 bool Runtime::submit(const gpuos_task* tasks, std::size_t n, bool blocking, std::uint64_t& first) {
   return submitter_->submit(tasks, n, blocking, first);
+}
+
+std::uint64_t Runtime::submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane) {
+  return submitter_->submit_after(task, after, n, lane);
 }
 
 gpuos_status Runtime::wait(std::uint64_t ticket, std::int64_t timeout_ns, std::string& why) {

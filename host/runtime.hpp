@@ -6,6 +6,7 @@
 //   Submitter       validation, admission, back-pressure, waits and drains
 //   HeapClient      the device heap's memory and the host's requests
 //   Generations     compile, plan, link and switch; aliases
+//   Graphs          task graphs' instances and launches
 //   Monitor         reaping, fault watch, idle unloads
 //   RunState        fault and closing flags, shared by all
 //
@@ -37,7 +38,9 @@ class ResidentKernel;
 class Submitter;
 class HeapClient;
 class Generations;
+class Graphs;
 class Monitor;
+struct Lane;
 
 class Runtime {
  public:
@@ -48,6 +51,10 @@ class Runtime {
 
   /// blocking=false: returns false (nothing submitted) when the ring is full.
   bool submit(const gpuos_task* tasks, std::size_t n, bool blocking, std::uint64_t& first);
+  /// A task that runs after the tickets after[0..n) and the lane's previous task (lane may be null).
+  std::uint64_t submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane);
+  /// Task graphs' instances and launches.
+  Graphs& graphs() { return *graphs_; }
   /// GPUOS_OK, GPUOS_ERR_TIMEOUT, GPUOS_ERR_TASK_FAILED (message in `why`) or GPUOS_ERR_DEVICE_FAULT.
   gpuos_status wait(std::uint64_t ticket, std::int64_t timeout_ns, std::string& why);
   gpuos_status drain(std::int64_t timeout_ns, std::string& why);
@@ -92,6 +99,7 @@ class Runtime {
   std::unique_ptr<Submitter> submitter_;
   std::unique_ptr<HeapClient> heap_;
   std::unique_ptr<Generations> gens_;
+  std::unique_ptr<Graphs> graphs_;
   std::unique_ptr<Monitor> monitor_;
 
   std::mutex close_mutex_;

@@ -38,14 +38,14 @@ bool SubmitQueue::try_reserve(uint32_t n, uint64_t& first) {
   }
 }
 
-void SubmitQueue::publish(uint64_t t, const abi::Payload& p) {
+void SubmitQueue::publish(uint64_t t, const abi::Payload& p, bool internal) {
   alignas(128) abi::Slot img;
   abi::encode_slot(p, abi::stamp_of(t, log2_), img);
   // A later ticket is already out (the rest of a batch, another thread's task): say so, and the front
   // end reads more slots in its next poll instead of one.
   if (tail_.load(std::memory_order_relaxed) > t + 1)
     img.c[0].w[0] |= static_cast<uint32_t>(abi::kHintMore) << 24;  // Payload::hints, byte 3 of word 0
-  ops_[t & mask_] = p.op;
+  ops_[t & mask_] = internal ? kInternal : p.op;
   abi::Slot& dst = ring_[t & mask_];
   for (uint32_t i = 0; i < abi::kSlotChunks; ++i) store16(&dst.c[i], &img.c[i]);
 }
@@ -79,7 +79,7 @@ uint64_t SubmitQueue::reap() {
     const uint16_t op = ops_[r & mask_];
     if (op < GPUOS_MAX_OPS)  // not control tasks
       per_op_completed_[op].fetch_add(1, std::memory_order_relaxed);
-    if (c.status != abi::kTaskOk) {
+    if (c.status != abi::kTaskOk && op != kInternal) {
       if (op < GPUOS_MAX_OPS) per_op_failed_[op].fetch_add(1, std::memory_order_relaxed);
       failed_count_.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> fl(failures_mutex_);

@@ -33,7 +33,9 @@ class SubmitQueue {
   bool try_reserve(uint32_t n, uint64_t& first);
 
   /// Writes ticket t's slot: each 16-byte chunk (12 payload bytes + stamp) with one 16-byte store.
-  void publish(uint64_t t, const abi::Payload& p);
+  /// `internal`: a ticket of the runtime's own (a dependency slot, a join task): not counted per operator
+  /// nor as a failure.
+  void publish(uint64_t t, const abi::Payload& p, bool internal = false);
 
   struct Result {
     uint32_t status = abi::kTaskOk;
@@ -67,7 +69,8 @@ class SubmitQueue {
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) std::atomic<uint64_t> retired_{0};
   alignas(64) std::mutex reap_mutex_;
-  std::vector<uint16_t> ops_;  // op of the ticket occupying each slot (for per-op counts)
+  std::vector<uint16_t> ops_;  // op of the ticket occupying each slot (for per-op counts; kInternal: none)
+  static constexpr uint16_t kInternal = GPUOS_OP_DEPS;
   std::atomic<uint64_t> failed_count_{0};
   std::atomic<uint64_t> per_op_completed_[GPUOS_MAX_OPS] = {};
   std::atomic<uint64_t> per_op_failed_[GPUOS_MAX_OPS] = {};

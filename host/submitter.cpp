@@ -15,12 +15,75 @@ std::string op_label(std::uint32_t id) {
 }
 
 std::string failure_text(std::uint64_t ticket, const SubmitQueue::Result& r) {
-  return "task " + std::to_string(ticket) + ": " +
-         (r.status == abi::kTaskBadOp ? "the device has no operator with id " + std::to_string(r.detail)
-                                      : "the device rejected the arguments of operator " + std::to_string(r.detail));
+  const std::string t = std::to_string(ticket);
+  switch (abi::status_code(r.status)) {
+    case abi::kTaskBadOp:
+      return "task " + t + ": the device has no operator with id " + std::to_string(r.detail);
+    case abi::kTaskBadArgs:
+      return "task " + t + ": the device rejected the arguments of operator " + std::to_string(r.detail);
+    case abi::kTaskDepFailed:
+      return "task " + t + " did not run: task " + std::to_string(root_cause(ticket, r.status, r.detail) - 1) +
+             ", which it waits for (directly or through other tasks), failed";
+    case abi::kTaskNodeFailed:
+      return "graph launch " + t + ": node " + std::to_string(r.detail) + " failed (" +
+             (abi::node_failure(r.status) == abi::kTaskBadOp ? "its operator is not in the running image"
+                                                             : "the device rejected its arguments") +
+             "); the nodes after it did not run";
+    default:
+      return "task " + t + ": failed on the device with status " + std::to_string(r.status);
+  }
 }
 
+/// A control task: from its ticket on, tasks naming `logical` run jump-table slot `slot`.
+abi::Payload control_task(std::uint32_t logical, std::uint32_t slot) {
+  abi::Payload p;
+  std::memset(&p, 0, sizeof(p));
+  p.op = GPUOS_OP_CONTROL;
+  p.arg_bytes = sizeof(abi::ControlArgs);
+  p.tiles = 1;
+  const abi::ControlArgs c{static_cast<std::uint16_t>(logical), static_cast<std::uint16_t>(slot), abi::kControlAlias};
+  std::memcpy(p.args, &c, sizeof(c));
+  return p;
+}
+
+/// Counts a submitter between its closing check and its last publish (close() waits for none).
+struct Active {
+  std::atomic<int>& n;
+  explicit Active(std::atomic<int>& c) : n(c) { n.fetch_add(1, std::memory_order_seq_cst); }
+  ~Active() { n.fetch_sub(1, std::memory_order_seq_cst); }
+  Active(const Active&) = delete;
+  Active& operator=(const Active&) = delete;
+};
+
 }  // namespace
+
+Submitter::Submitter(SubmitQueue& q, RunState& run, const AcceptTable& accept) : q_(q), run_(run), accept_(accept) {
+  for (std::uint32_t i = 0; i < GPUOS_MAX_OPS; ++i) slots_[i].store(static_cast<std::uint16_t>(i), std::memory_order_relaxed);
+}
+
+abi::Payload Submitter::payload_of(const gpuos_task& t, const std::string& where) const {
+  if (t.op == GPUOS_OP_HEAP_CTL)
+    fail(GPUOS_ERR_INVALID_ARG, where + "operator id " + std::to_string(t.op) +
+                                    " is reserved for the runtime's heap requests (use gpuos_alloc / gpuos_free)");
+  const std::optional<std::uint32_t> want = accept_.arg_bytes(t.op);
+  if (!want) fail(GPUOS_ERR_INVALID_ARG, where + "unknown operator id " + std::to_string(t.op));
+  if (t.arg_bytes > GPUOS_MAX_ARG_BYTES)
+    fail(GPUOS_ERR_INVALID_ARG, where + "arguments of " + std::to_string(t.arg_bytes) + " bytes exceed " +
+                                    std::to_string(GPUOS_MAX_ARG_BYTES));
+  if (t.arg_bytes != *want)
+    fail(GPUOS_ERR_INVALID_ARG, where + "operator " + op_label(t.op) + " takes " + std::to_string(*want) +
+                                    " bytes of arguments, got " + std::to_string(t.arg_bytes));
+  if (t.arg_bytes != 0 && !t.args) fail(GPUOS_ERR_INVALID_ARG, where + "args is NULL");
+  if (t.tiles == 0 || t.tiles > GPUOS_MAX_TILES)
+    fail(GPUOS_ERR_INVALID_ARG, where + "tiles must be in [1, 2^30], got " + std::to_string(t.tiles));
+  abi::Payload p;
+  std::memset(&p, 0, sizeof(p));
+  p.op = static_cast<std::uint16_t>(t.op);
+  p.arg_bytes = static_cast<std::uint8_t>(t.arg_bytes);  // <= GPUOS_MAX_ARG_BYTES, checked above
+  p.tiles = t.tiles;
+  if (t.arg_bytes) std::memcpy(p.args, t.args, t.arg_bytes);
+  return p;
+}
 
 bool Submitter::submit(const gpuos_task* tasks, std::size_t n, bool blocking, std::uint64_t& first) {
   if (!tasks) fail(GPUOS_ERR_INVALID_ARG, "task is NULL");
@@ -35,31 +98,26 @@ bool Submitter::submit(const gpuos_task* tasks, std::size_t n, bool blocking, st
     many.resize(n);
     payloads = many.data();
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    const gpuos_task& t = tasks[i];
-    auto where = [&] { return n > 1 ? "task " + std::to_string(i) + ": " : std::string(); };
-    if (t.op == GPUOS_OP_HEAP_CTL)
-      fail(GPUOS_ERR_INVALID_ARG, where() + "operator id " + std::to_string(t.op) +
-                                      " is reserved for the runtime's heap requests (use gpuos_alloc / gpuos_free)");
-    const std::optional<std::uint32_t> want = accept_.arg_bytes(t.op);
-    if (!want) fail(GPUOS_ERR_INVALID_ARG, where() + "unknown operator id " + std::to_string(t.op));
-    if (t.arg_bytes > GPUOS_MAX_ARG_BYTES)
-      fail(GPUOS_ERR_INVALID_ARG, where() + "arguments of " + std::to_string(t.arg_bytes) + " bytes exceed " +
-                                      std::to_string(GPUOS_MAX_ARG_BYTES));
-    if (t.arg_bytes != *want)
-      fail(GPUOS_ERR_INVALID_ARG, where() + "operator " + op_label(t.op) + " takes " + std::to_string(*want) +
-                                      " bytes of arguments, got " + std::to_string(t.arg_bytes));
-    if (t.arg_bytes != 0 && !t.args) fail(GPUOS_ERR_INVALID_ARG, where() + "args is NULL");
-    if (t.tiles == 0 || t.tiles > GPUOS_MAX_TILES)
-      fail(GPUOS_ERR_INVALID_ARG, where() + "tiles must be in [1, 2^30], got " + std::to_string(t.tiles));
-    abi::Payload& p = payloads[i];
-    std::memset(&p, 0, sizeof(p));
-    p.op = static_cast<std::uint16_t>(t.op);
-    p.arg_bytes = static_cast<std::uint8_t>(t.arg_bytes);  // <= GPUOS_MAX_ARG_BYTES, checked above
-    p.tiles = t.tiles;
-    if (t.arg_bytes) std::memcpy(p.args, t.args, t.arg_bytes);
-  }
+  for (std::size_t i = 0; i < n; ++i) payloads[i] = payload_of(tasks[i], n > 1 ? "task " + std::to_string(i) + ": " : "");
   return enqueue(payloads, static_cast<std::uint32_t>(n), blocking, first);
+}
+
+void Submitter::check_issued(const std::uint64_t* after, std::size_t n) const {
+  if (n && !after) fail(GPUOS_ERR_INVALID_ARG, "the list of tickets to wait for is NULL");
+  const std::uint64_t issued = q_.issued();
+  for (std::size_t i = 0; i < n; ++i)
+    if (after[i] >= issued)
+      fail(GPUOS_ERR_INVALID_ARG, "cannot wait for ticket " + std::to_string(after[i]) +
+                                      ": it was never issued (a task can only wait for earlier ones)");
+}
+
+std::uint64_t Submitter::submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane) {
+  const abi::Payload p = payload_of(task, "");
+  check_issued(after, n);
+  std::vector<Dep> deps;
+  deps.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) deps.push_back(Dep{after[i], false});
+  return enqueue_after(p, deps, lane);
 }
 
 std::uint64_t Submitter::enqueue_one(const abi::Payload& p) {
@@ -68,17 +126,66 @@ std::uint64_t Submitter::enqueue_one(const abi::Payload& p) {
   return t;
 }
 
-bool Submitter::enqueue(const abi::Payload* payloads, std::uint32_t count, bool blocking, std::uint64_t& first) {
-  struct Active {
-    std::atomic<int>& n;
-    explicit Active(std::atomic<int>& c) : n(c) { n.fetch_add(1, std::memory_order_seq_cst); }
-    ~Active() { n.fetch_sub(1, std::memory_order_seq_cst); }
-  } active(active_);
-  run_.check_open();
-  run_.check_usable();
+std::uint64_t Submitter::enqueue_after(const abi::Payload& p, const std::vector<Dep>& deps, Lane* lane) {
+  std::unique_lock<std::mutex> lane_lock;
+  if (lane) lane_lock = std::unique_lock<std::mutex>(lane->mu);
+  std::vector<Dep> all = deps;
+  if (lane && lane->last) all.push_back(Dep{*lane->last, true});
+  // A retired dependency needs no link; its failure (unless it only orders) is the task's cause.
+  std::uint64_t cause = 0;
+  auto sift = [&](const std::vector<Dep>& in) {
+    std::vector<Dep> live;
+    const std::uint64_t retired = q_.retired();
+    for (const Dep& d : in) {
+      if (d.ticket >= retired) {
+        live.push_back(d);
+      } else if (!d.order_only && cause == 0) {
+        SubmitQueue::Result r;
+        q_.poll(d.ticket, r);
+        if (r.status != abi::kTaskOk) cause = root_cause(d.ticket, r.status, r.detail);
+      }
+    }
+    return live;
+  };
+  std::vector<Dep> live = sift(all);
+  std::uint64_t t = 0;
+  if (live.empty() && cause == 0) {
+    enqueue(&p, 1, true, t);
+  } else {
+    const std::size_t planned = live.size();
+    const std::uint32_t n = dep_tickets(planned);
+    if (n > q_.capacity() / 2)
+      fail(GPUOS_ERR_INVALID_ARG, "a task that waits for " + std::to_string(planned) + " tickets needs " +
+                                      std::to_string(n) + " tickets with its join tasks, more than half the queue (" +
+                                      std::to_string(q_.capacity()) + ")");
+    Active active(active_);
+    run_.check_open();
+    run_.check_usable();
+    std::uint64_t first = 0;
+    reserve(n, true, first);
+    // Every dependency still unretired is now less than a capacity before the task (its ticket was
+    // reserved while fewer than a capacity of tickets were unretired); more may have retired meanwhile.
+    live = sift(live);
+    const std::vector<abi::Payload> payloads = plan_dependent(first, planned, p, live, cause);
+    publish(first, payloads, payloads.size() - 1);
+    t = first + n - 1;
+  }
+  if (lane) lane->last = t;
+  return t;
+}
+
+std::uint64_t Submitter::enqueue_alias(std::uint32_t logical, std::uint32_t slot) {
+  return ordered([&] {
+    const std::uint64_t t = enqueue_one(control_task(logical, slot));
+    slots_[logical].store(static_cast<std::uint16_t>(slot), std::memory_order_release);
+    return t;
+  });
+}
+
+bool Submitter::reserve(std::uint32_t count, bool blocking, std::uint64_t& first) {
   // Back-pressure: room comes back as tasks complete (reaped here too, so a lone submitter makes progress
   // without the monitor). A fault ends the wait with the fault's error.
-  const bool reserved = common::wait_until(
+  return common::wait_until(
       [&] {
         if (q_.try_reserve(count, first)) return true;
         q_.reap();
@@ -87,7 +194,17 @@ bool Submitter::enqueue(const abi::Payload* payloads, std::uint32_t count, bool 
         return false;
       },
       blocking ? common::Deadline::never() : common::Deadline::from_ns(0), common::kRoomBackoff);
-  if (!reserved) return false;
+}
+
+void Submitter::publish(std::uint64_t first, const std::vector<abi::Payload>& payloads, std::size_t task_index) {
+  for (std::size_t i = 0; i < payloads.size(); ++i) q_.publish(first + i, payloads[i], i != task_index);
+}
+
+bool Submitter::enqueue(const abi::Payload* payloads, std::uint32_t count, bool blocking, std::uint64_t& first) {
+  Active active(active_);
+  run_.check_open();
+  run_.check_usable();
+  if (!reserve(count, blocking, first)) return false;
   for (std::uint32_t i = 0; i < count; ++i) q_.publish(first + i, payloads[i]);
   return true;
 }

@@ -8,10 +8,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "common/wait.hpp"
 #include "gpuos/gpuos.h"
+#include "host/dep_plan.hpp"
 #include "host/op_registry.hpp"
 #include "host/run_state.hpp"
 #include "host/submit_queue.hpp"
@@ -19,15 +23,45 @@
 
 namespace gpuos::detail {
 
+/// Tasks submitted to a lane run one after the other: each after the lane's previous one completed,
+/// whether that one succeeded or not (a lane orders; a failure passes on only through a dependency).
+struct Lane {
+  std::mutex mu;
+  std::optional<std::uint64_t> last;  ///< the lane's latest task
+};
+
 class Submitter {
  public:
-  Submitter(SubmitQueue& q, RunState& run, const AcceptTable& accept) : q_(q), run_(run), accept_(accept) {}
+  Submitter(SubmitQueue& q, RunState& run, const AcceptTable& accept);
 
   /// Validates n user tasks (operator accepted, argument size, tiles) and enqueues them with consecutive
   /// tickets from `first`. blocking=false: returns false, submitting nothing, when the ring is full.
   bool submit(const gpuos_task* tasks, std::size_t n, bool blocking, std::uint64_t& first);
+  /// Validates a user task and enqueues it to run after every ticket of after[0..n) and, with a lane,
+  /// after the lane's previous task. Returns its ticket. Blocks while the ring is full.
+  std::uint64_t submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane);
   /// Enqueues validated payloads (the runtime's own requests). Blocks while the ring is full.
   std::uint64_t enqueue_one(const abi::Payload& p);
+  /// Enqueues validated payload `p` to run after `deps` (each issued before; checked by the caller) and
+  /// the lane's previous task: its dependency slot, join tasks past kMaxDeps, then `p`, whose ticket it
+  /// returns. Dependencies already retired are dropped here (a failed one that is not order-only fails
+  /// `p`); with none left, `p` goes alone. Blocks while the ring is full.
+  std::uint64_t enqueue_after(const abi::Payload& p, const std::vector<Dep>& deps, Lane* lane);
+  /// Throws Failure(GPUOS_ERR_INVALID_ARG) unless every ticket of after[0..n) was issued.
+  void check_issued(const std::uint64_t* after, std::size_t n) const;
+
+  /// Enqueues an alias switch (a control task: `logical` runs jump-table slot `slot` from its ticket on)
+  /// and records the slot for slot_of(), in ticket order with every call made under ordered().
+  std::uint64_t enqueue_alias(std::uint32_t logical, std::uint32_t slot);
+  /// The slot a task naming operator `id` runs when enqueued now: the front end resolves ordinary tasks
+  /// itself, graph launches carry their nodes' slots (read under ordered()).
+  std::uint32_t slot_of(std::uint32_t id) const { return slots_[id].load(std::memory_order_acquire); }
+  /// Runs f under the lock that orders alias switches with the enqueues made under it.
+  template <class F>
+  auto ordered(F&& f) {
+    std::lock_guard<std::mutex> lock(order_mu_);
+    return f();
+  }
 
   /// GPUOS_OK, GPUOS_ERR_TIMEOUT, GPUOS_ERR_TASK_FAILED (why in `why`) or GPUOS_ERR_DEVICE_FAULT.
   gpuos_status wait(std::uint64_t ticket, const common::Deadline& deadline, std::string& why);
@@ -40,12 +74,20 @@ class Submitter {
   void close();
 
  private:
+  /// Publishes payloads[i] at tickets first + i; `internal`: the runtime's own (dependency slots, joins),
+  /// not counted per operator or as failures. reserve(): the tickets, once there is room (blocking).
   bool enqueue(const abi::Payload* payloads, std::uint32_t n, bool blocking, std::uint64_t& first);
+  bool reserve(std::uint32_t n, bool blocking, std::uint64_t& first);
+  void publish(std::uint64_t first, const std::vector<abi::Payload>& payloads, std::size_t task_index);
+  /// The payload of a validated user task.
+  abi::Payload payload_of(const gpuos_task& t, const std::string& where) const;
 
   SubmitQueue& q_;
   RunState& run_;
   const AcceptTable& accept_;
   std::atomic<int> active_{0};  // submitters between the closing check and their last publish
+  std::mutex order_mu_;
+  std::atomic<std::uint16_t> slots_[GPUOS_MAX_OPS];
 };
 
 }  // namespace gpuos::detail

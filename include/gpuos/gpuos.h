@@ -106,9 +106,31 @@ GPUOS_API gpuos_status gpuos_try_submit(gpuos_runtime* rt, const gpuos_task* tas
 GPUOS_API gpuos_status gpuos_submit_batch(gpuos_runtime* rt, const gpuos_task* tasks, size_t n,
                                           uint64_t* first_ticket);
 
+/* ---- dependencies and lanes ----------------------------------------------------------------------
+ * A task may wait for earlier tasks: it runs once each of them has completed, and the wait is resolved
+ * inside the resident kernel (no host round trip between a task and the next). A task that waits for a
+ * task that failed does not run: it fails too (GPUOS_ERR_TASK_FAILED), naming the task that failed first.
+ * Such a task takes two tickets (the list it waits for has its own, internal one; the returned ticket is
+ * the task's), and one more pair per 16 tickets waited for beyond 16. */
+
+/* A lane: the tasks submitted to it run one after the other, each once the lane's previous one has
+ * completed (successfully or not: a lane orders, it does not pass failures on). Lanes run concurrently.
+ * Thread-safe: concurrent submissions to one lane are ordered as they reach it. */
+typedef struct gpuos_lane gpuos_lane;
+GPUOS_API gpuos_status gpuos_lane_create(gpuos_runtime* rt, gpuos_lane** out);
+/* NULL is a no-op. Tasks already submitted to the lane are not affected. */
+GPUOS_API gpuos_status gpuos_lane_destroy(gpuos_runtime* rt, gpuos_lane* lane);
+
+/* Submits a task that runs after every ticket in after[0..n_after) (earlier tickets of this runtime;
+ * n_after = 0 is allowed) and, when `lane` is not NULL, after the lane's previous task. Blocks while the
+ * queue is full. GPUOS_ERR_INVALID_ARG: a ticket never issued, or a bad task. */
+GPUOS_API gpuos_status gpuos_submit_after(gpuos_runtime* rt, const gpuos_task* task, const uint64_t* after,
+                                          size_t n_after, gpuos_lane* lane, uint64_t* ticket);
+
 /* Waits until the task has completed or timeout_ns has passed (negative = forever, 0 = poll).
  * Returns GPUOS_OK if it ran, GPUOS_ERR_TIMEOUT if still pending, GPUOS_ERR_TASK_FAILED if the device
- * rejected it, GPUOS_ERR_DEVICE_FAULT if the GPU faulted before it completed. */
+ * rejected it (or one it waits for failed; a graph launch: one of its nodes failed), GPUOS_ERR_DEVICE_FAULT
+ * if the GPU faulted before it completed. */
 GPUOS_API gpuos_status gpuos_wait(gpuos_runtime* rt, uint64_t ticket, int64_t timeout_ns);
 
 /* Waits for every task submitted before the call. */
@@ -302,6 +324,44 @@ typedef struct gpuos_op_info {
 /* Writes up to `capacity` rows (built-ins, loaded operators, aliases, failed sources) to `out` and the
  * number of rows there are to *count (call with capacity 0 to size). */
 GPUOS_API gpuos_status gpuos_list_ops(gpuos_runtime* rt, gpuos_op_info* out, size_t capacity, size_t* count);
+
+/* ---- task graphs ---------------------------------------------------------------------------------
+ * Build a graph once (nodes: tasks; edges: "to runs after from"), instantiate it on a runtime, launch the
+ * instance many times. A launch is one ticket: the resident kernel runs the nodes as their predecessors
+ * complete (a node of many tiles spreads over the GPU as any task does) and the launch completes with its
+ * last node; it can wait for tickets and be waited for like a task. Arguments of an instance's nodes can
+ * change between launches (gpuos_graph_exec_set_args); a generation switch or an alias switch between
+ * launches changes the code the next launch runs, as for tasks. A node that fails (its operator gone, its
+ * arguments rejected) fails the launch (GPUOS_ERR_TASK_FAILED, naming the node); the nodes after it do
+ * not run. Instances live in the device heap (gpuos_options.heap_bytes). */
+typedef struct gpuos_graph gpuos_graph;
+typedef struct gpuos_graph_exec gpuos_graph_exec;
+
+GPUOS_API gpuos_status gpuos_graph_create(gpuos_graph** out);
+/* NULL is a no-op. Instances made from the graph are not affected. */
+GPUOS_API gpuos_status gpuos_graph_destroy(gpuos_graph* g);
+/* Adds a node running `task` (its arguments are copied); *node receives its id (0, 1, ...). At most
+ * 2^20 nodes. Operators are checked at instantiation. */
+GPUOS_API gpuos_status gpuos_graph_add_node(gpuos_graph* g, const gpuos_task* task, uint32_t* node);
+/* Node `to` runs after node `from` has completed. A cycle is refused at instantiation, naming its nodes. */
+GPUOS_API gpuos_status gpuos_graph_add_edge(gpuos_graph* g, uint32_t from, uint32_t to);
+
+/* Checks the graph (operators live with their argument sizes, no cycle) and uploads an instance of it.
+ * GPUOS_ERR_OUT_OF_MEMORY: the device heap cannot hold it; GPUOS_ERR_UNAVAILABLE: no heap. */
+GPUOS_API gpuos_status gpuos_graph_instantiate(gpuos_runtime* rt, const gpuos_graph* g, gpuos_graph_exec** out);
+/* Sets node `node`'s arguments for the launches submitted after this call (same size as the node's). */
+GPUOS_API gpuos_status gpuos_graph_exec_set_args(gpuos_runtime* rt, gpuos_graph_exec* e, uint32_t node,
+                                                 const void* args, uint32_t arg_bytes);
+/* Launches the instance after every ticket in after[0..n_after) and, with a lane, after the lane's
+ * previous task; launches of one instance run one after the other. *ticket receives the launch's ticket.
+ * A launch's argument updates wait in the staging ring (GPUOS_GRAPH_STAGING) until it runs: the call
+ * blocks while the ring is full. */
+GPUOS_API gpuos_status gpuos_graph_launch(gpuos_runtime* rt, gpuos_graph_exec* e, const uint64_t* after,
+                                          size_t n_after, gpuos_lane* lane, uint64_t* ticket);
+/* Waits for the instance's launches, then destroys it. Its memory returns to the device heap once the
+ * kernel has been relaunched (a suspend, a generation switch, an idle unload; or at once when an
+ * instantiation needs it). NULL is a no-op. Instances are freed by gpuos_destroy too. */
+GPUOS_API gpuos_status gpuos_graph_exec_destroy(gpuos_runtime* rt, gpuos_graph_exec* e);
 
 /* Library version string, the CUDA toolkit it was built with and the device arch of its image. */
 GPUOS_API const char* gpuos_build_info(void);

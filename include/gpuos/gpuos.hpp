@@ -4,6 +4,12 @@
 //   auto t = rt.submit(gpuos::ops::add(out, a, b, n));   // thread-safe
 //   rt.wait(t);                                          // throws gpuos::Error on failure
 //
+//   gpuos::Graph g;                                      // a task graph: build once,
+//   auto a = g.add(gpuos::ops::add(x, x, y, n));
+//   g.add(gpuos::ops::mul(z, x, x, n), {a});             // runs after a
+//   gpuos::GraphExec ge(rt, g);                          // instantiate,
+//   rt.wait(ge.launch());                                // launch many times
+//
 // Errors are gpuos::Error exceptions carrying the gpuos_status and the message. Destructors never throw.
 #ifndef GPUOS_GPUOS_HPP
 #define GPUOS_GPUOS_HPP
@@ -13,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -114,6 +121,8 @@ struct Options : gpuos_options {
 
 using HeapStats = gpuos_heap_stats;
 
+class Lane;
+
 /// Owns a running resident kernel on one GPU.
 class Runtime {
  public:
@@ -156,6 +165,9 @@ class Runtime {
     detail::check(gpuos_submit_batch(rt_, c.data(), c.size(), &k));
     return k;
   }
+  /// Submits a task that runs after every ticket in `after` and, with a lane, after the lane's previous
+  /// task (gpuos_submit_after).
+  Ticket submit_after(const Task& t, std::span<const Ticket> after, Lane* lane = nullptr);
   /// Waits for a task; false on timeout; throws if it failed or the device faulted.
   bool wait(Ticket t, std::chrono::nanoseconds timeout = std::chrono::nanoseconds(-1)) {
     Status s = gpuos_wait(rt_, t, detail::to_ns(timeout));
@@ -294,6 +306,89 @@ class Runtime {
 
  private:
   gpuos_runtime* rt_ = nullptr;
+};
+
+/// A lane of a runtime: the tasks submitted to it run one after the other (gpuos_lane). It must not outlive
+/// its runtime.
+class Lane {
+ public:
+  explicit Lane(Runtime& rt) : rt_(rt.handle()) { detail::check(gpuos_lane_create(rt_, &lane_)); }
+  ~Lane() { gpuos_lane_destroy(rt_, lane_); }
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+  gpuos_lane* handle() const noexcept { return lane_; }
+
+ private:
+  gpuos_runtime* rt_;
+  gpuos_lane* lane_ = nullptr;
+};
+
+inline Ticket Runtime::submit_after(const Task& t, std::span<const Ticket> after, Lane* lane) {
+  gpuos_task c = t.c();
+  Ticket k = 0;
+  detail::check(gpuos_submit_after(rt_, &c, after.data(), after.size(), lane ? lane->handle() : nullptr, &k));
+  return k;
+}
+
+/// A task graph being built: nodes (tasks) and edges ("to runs after from"). Instantiate it on a runtime
+/// (GraphExec) to launch it.
+class Graph {
+ public:
+  Graph() { detail::check(gpuos_graph_create(&g_)); }
+  ~Graph() { gpuos_graph_destroy(g_); }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&& o) noexcept : g_(o.g_) { o.g_ = nullptr; }
+
+  /// Adds a node; returns its id.
+  std::uint32_t add(const Task& t) {
+    gpuos_task c = t.c();
+    std::uint32_t id = 0;
+    detail::check(gpuos_graph_add_node(g_, &c, &id));
+    return id;
+  }
+  /// Adds a node that runs after each node in `after`; returns its id.
+  std::uint32_t add(const Task& t, std::initializer_list<std::uint32_t> after) {
+    const std::uint32_t id = add(t);
+    for (std::uint32_t a : after) edge(a, id);
+    return id;
+  }
+  /// Node `to` runs after node `from`.
+  void edge(std::uint32_t from, std::uint32_t to) { detail::check(gpuos_graph_add_edge(g_, from, to)); }
+  const gpuos_graph* handle() const noexcept { return g_; }
+
+ private:
+  gpuos_graph* g_ = nullptr;
+};
+
+/// An instance of a graph on a runtime: launch it many times, change node arguments in between. It must
+/// not outlive its runtime; destroying it waits for its launches.
+class GraphExec {
+ public:
+  GraphExec(Runtime& rt, const Graph& g) : rt_(rt.handle()) {
+    detail::check(gpuos_graph_instantiate(rt_, g.handle(), &e_));
+  }
+  ~GraphExec() { gpuos_graph_exec_destroy(rt_, e_); }
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+
+  /// Node `node`'s arguments for the next launches (the same struct type as the node's).
+  template <class Args>
+  void set_args(std::uint32_t node, const Args& a) {
+    static_assert(std::is_trivially_copyable_v<Args>, "operator arguments must be trivially copyable");
+    detail::check(gpuos_graph_exec_set_args(rt_, e_, node, &a, sizeof(Args)));
+  }
+  /// Launches after every ticket in `after` (and the lane's previous task); returns the launch's ticket.
+  Ticket launch(std::span<const Ticket> after = {}, Lane* lane = nullptr) {
+    Ticket k = 0;
+    detail::check(gpuos_graph_launch(rt_, e_, after.data(), after.size(), lane ? lane->handle() : nullptr, &k));
+    return k;
+  }
+  gpuos_graph_exec* handle() const noexcept { return e_; }
+
+ private:
+  gpuos_runtime* rt_;
+  gpuos_graph_exec* e_ = nullptr;
 };
 
 /// Device and grid gpuos would use, without booting.
