@@ -2,26 +2,9 @@
 
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#else
-#error "gpuos needs single-copy-atomic 16-byte stores to publish ring chunks; only x86-64 is supported"
-#endif
+#include "common/atomic16.hpp"
 
 namespace gpuos::detail {
-namespace {
-
-// Platform contract: a 16-byte aligned vector store/load is single-copy atomic (x86-64 with AVX), so the
-// device never sees half a chunk and the host never sees half a completion record.
-inline void store16(void* dst, const void* src) {
-  _mm_store_si128(static_cast<__m128i*>(dst), _mm_load_si128(static_cast<const __m128i*>(src)));
-}
-inline void load16(void* dst, const volatile void* src) {
-  const __m128i v = _mm_load_si128(const_cast<const __m128i*>(static_cast<const volatile __m128i*>(src)));
-  _mm_store_si128(static_cast<__m128i*>(dst), v);
-}
-
-}  // namespace
 
 SubmitQueue::SubmitQueue(abi::Slot* ring, const abi::Completion* completions, uint32_t log2_capacity)
     : ring_(ring), comp_(completions), log2_(log2_capacity), mask_((1ull << log2_capacity) - 1),

@@ -4,8 +4,6 @@
 // by the GPU suites.
 #include <doctest/doctest.h>
 
-#include <immintrin.h>
-
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -13,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/atomic16.hpp"
 #include "host/submit_queue.hpp"
 
 using namespace gpuos;
@@ -68,7 +67,8 @@ class FakeFrontEnd {
     while (!stop_) {
       const uint64_t t = head_.load();
       abi::Slot s;
-      std::memcpy(&s, &r_.ring[t & mask], sizeof(s));  // a snapshot; may be torn, then not ready
+      // Chunk by chunk, like the device: a chunk of a later lap has another stamp, then not ready.
+      for (uint32_t i = 0; i < abi::kSlotChunks; ++i) load16(&s.c[i], &r_.ring[t & mask].c[i]);
       abi::Payload p;
       if (!abi::decode_slot(s, abi::stamp_of(t, r_.log2), p)) {
         std::this_thread::yield();
@@ -79,7 +79,7 @@ class FakeFrontEnd {
       if (inside != t || p.op != t % 7) mismatches++;
       abi::Completion c{t + 1, status_of_(t), static_cast<uint32_t>(t)};
       // One 16-byte store, like the device's completion write.
-      _mm_store_si128(reinterpret_cast<__m128i*>(&r_.comp[t & mask]), _mm_loadu_si128(reinterpret_cast<__m128i*>(&c)));
+      store16(&r_.comp[t & mask], &c);
       head_.store(t + 1);
     }
   }
