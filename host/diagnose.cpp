@@ -7,6 +7,11 @@ namespace gpuos::detail {
 namespace {
 
 std::string u(std::uint64_t v) { return std::to_string(v); }
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
 
 }  // namespace
 
@@ -40,14 +45,16 @@ std::string diagnose(const Snapshot& s) {
   const abi::DeviceState& ds = s.device;
   std::string board;
   for (std::uint32_t i = 0; i < abi::kBoardSize; ++i)
-    if (ds.board[i]) board += " [" + std::to_string(i) + "]=" + u(ds.board[i] - 1);
-  line("device: head=" + u(ds.head) + " claim=" + u(ds.claim) + " closed=" + u(ds.closed) + " launches=" + u(ds.launches) +
-       " board:" + (board.empty() ? " empty" : board));
+    if (ds.board[i]) board += " [" + std::to_string(i) + "]=" + hex(ds.board[i]);
+  line("device: head=" + u(ds.head) + " claim=" + u(ds.claim) + " completed=" + u(ds.completed) + " closed=" + u(ds.closed) +
+       " launches=" + u(ds.launches) + " special post/taken/done=" + u(ds.special_post) + "/" + u(ds.special_taken) + "/" +
+       u(ds.special_done) + " board (record, or batch|1):" + (board.empty() ? " empty" : board));
   if (t < s.issued) {
     const abi::TaskRecord& e = s.dq[t & mask];
     line("device queue entry of ticket " + u(t) + ": ticket=" + u(e.ticket) + " claim.remaining=" +
          std::to_string(abi::claim_remaining(e.claim)) + " claim.tag=" + u(static_cast<std::uint32_t>(e.claim)) +
-         " pending=" + u(e.pending) + " op=" + u(e.payload.op) + " tiles=" + u(e.payload.tiles) + " mark=" + u(e.mark));
+         " pending=" + u(e.pending) + " op=" + u(e.payload.op) + " tiles=" + u(e.payload.tiles) + " mark=" + u(e.mark) +
+         " deps_left=" + std::to_string(e.deps_left) + " waiters=" + hex(e.waiters) + " cause=" + u(e.cause) + " exec=" + hex(e.exec));
   }
   // Every pending ticket without a completion record (the first few in detail).
   std::uint64_t missing = 0;

@@ -10,11 +10,12 @@
 //   Monitor         reaping, fault watch, idle unloads
 //   RunState        fault and closing flags, shared by all
 //
-// Lock order, outer first: close_mutex_ (here); Generations' lock; the resident kernel's control lock;
-// then the leaf locks, which are never held while taking another (except that the SubmitQueue's reap
-// lock, itself only ever try-locked, takes its failure lock): RunState's, the SubmitQueue's reap and
-// failure locks, the resident kernel's diagnostics lock, HeapClient's reply lock. The monitor takes the
-// control lock only with a try-lock.
+// Lock order, outer first: close_mutex_ (here); Generations' lock; a graph instance's lock; the
+// Submitter's ordering lock; a lane's lock; the resident kernel's control lock; then the leaf locks,
+// which are never held while taking another (except that the SubmitQueue's reap lock, itself only ever
+// try-locked, takes its failure lock, and Graphs' registry lock takes the reap lock): RunState's, Graphs'
+// registry lock, the SubmitQueue's reap and failure locks, the resident kernel's diagnostics lock,
+// HeapClient's reply lock. The monitor takes the control lock only with a try-lock.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,482 @@
+// Dependencies resolved inside the resident kernel: submit_after, lanes and task graphs.
+//
+// Order is checked by the operator itself: `order` (loaded at run time) counts its tiles in hits[node]
+// and, before that, checks that every predecessor p has all its tiles counted for this round
+// (hits[p] == tiles[p] * round). A task started before a predecessor finished, a predecessor's writes
+// not visible to its successor, a node run twice or not at all: each shows as a violation or a count.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/gpu/gpu_fixture.hpp"
+
+using namespace gpuos;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* kOrderSource = R"(
+#include "gpuos/op.cuh"
+
+struct OrderArgs {
+  const unsigned* pred_begin;  // CSR of the predecessors: preds[pred_begin[v] .. pred_begin[v + 1])
+  const unsigned* preds;
+  const unsigned* tiles;       // tiles of each node
+  unsigned* hits;              // tiles run, per node, over every round
+  unsigned* violations;
+  unsigned node;
+};
+
+__device__ void order_tile(const OrderArgs& a, const gpuos::TileCtx& c) {
+  if (threadIdx.x != 0) return;
+  const unsigned old = atomicAdd(&a.hits[a.node], 1u);
+  const unsigned round = old / c.tiles + 1;
+  for (unsigned k = a.pred_begin[a.node]; k < a.pred_begin[a.node + 1]; ++k) {
+    const unsigned p = a.preds[k];
+    const unsigned seen = *static_cast<volatile const unsigned*>(&a.hits[p]);
+    if (seen != a.tiles[p] * round) atomicAdd(a.violations, 1u);
+  }
+}
+
+GPUOS_OPERATOR(order, OrderArgs, order_tile)
+)";
+
+struct OrderArgs {
+  const unsigned* pred_begin;
+  const unsigned* preds;
+  const unsigned* tiles;
+  unsigned* hits;
+  unsigned* violations;
+  unsigned node;
+};
+
+/// A DAG over nodes 0..n-1 whose edges go from lower to higher ids, with each node's tile count.
+struct Dag {
+  std::vector<std::vector<std::uint32_t>> preds;
+  std::vector<std::uint32_t> tiles;
+  std::size_t size() const { return preds.size(); }
+  std::size_t edges() const {
+    std::size_t e = 0;
+    for (const auto& p : preds) e += p.size();
+    return e;
+  }
+};
+
+/// Random DAG: each node has 0..max_preds predecessors among the `window` nodes before it, and 1 tile,
+/// or 1..4 tiles when `multi_tile`.
+Dag random_dag(std::size_t n, std::uint32_t max_preds, std::uint32_t window, bool multi_tile, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Dag d;
+  d.preds.resize(n);
+  d.tiles.resize(n, 1);
+  for (std::size_t v = 1; v < n; ++v) {
+    const std::uint32_t k = std::uniform_int_distribution<std::uint32_t>(0, max_preds)(rng);
+    const std::size_t lo = v > window ? v - window : 0;
+    for (std::uint32_t i = 0; i < k; ++i) {
+      const auto p = static_cast<std::uint32_t>(std::uniform_int_distribution<std::size_t>(lo, v - 1)(rng));
+      if (std::find(d.preds[v].begin(), d.preds[v].end(), p) == d.preds[v].end()) d.preds[v].push_back(p);
+    }
+  }
+  if (multi_tile)
+    for (auto& t : d.tiles) t = std::uniform_int_distribution<std::uint32_t>(1, 4)(rng);
+  return d;
+}
+
+Dag chain(std::size_t n) {
+  Dag d;
+  d.preds.resize(n);
+  d.tiles.resize(n, 1);
+  for (std::size_t v = 1; v < n; ++v) d.preds[v] = {static_cast<std::uint32_t>(v - 1)};
+  return d;
+}
+
+/// The device side of the order check for one DAG: its CSR, tile counts, hit counters, violations.
+/// Declare it before the Runtime (its buffers outlive it).
+class OrderCheck {
+ public:
+  explicit OrderCheck(const Dag& d)
+      : n_(d.size()), begin_(n_ + 1), preds_(std::max<std::size_t>(d.edges(), 1)), tiles_(n_), hits_(n_), viol_(1) {
+    std::vector<unsigned> b(n_ + 1, 0), p;
+    p.reserve(d.edges());
+    for (std::size_t v = 0; v < n_; ++v) {
+      for (auto q : d.preds[v]) p.push_back(q);
+      b[v + 1] = static_cast<unsigned>(p.size());
+    }
+    if (p.empty()) p.push_back(0);
+    begin_.upload(b);
+    preds_.upload(p);
+    tiles_.upload(std::vector<unsigned>(d.tiles.begin(), d.tiles.end()));
+    reset();
+    want_tiles_ = d.tiles;
+  }
+  void reset() {
+    hits_.upload(std::vector<unsigned>(n_, 0));
+    viol_.upload(std::vector<unsigned>(1, 0));
+  }
+  Task task(std::uint32_t op, std::uint32_t v) const {
+    return Task::make(op, want_tiles_[v], OrderArgs{begin_.get(), preds_.get(), tiles_.get(), hits_.get(), viol_.get(), v});
+  }
+  unsigned violations() const { return viol_.download()[0]; }
+  /// Nodes whose hit count is not tiles * rounds (run too often or too rarely).
+  std::size_t wrong_counts(unsigned rounds) const {
+    const auto h = hits_.download();
+    std::size_t bad = 0;
+    for (std::size_t v = 0; v < n_; ++v) bad += h[v] != want_tiles_[v] * rounds;
+    return bad;
+  }
+
+ private:
+  std::size_t n_;
+  support::DeviceArray<unsigned> begin_, preds_, tiles_, hits_, viol_;
+  std::vector<std::uint32_t> want_tiles_;
+};
+
+Graph graph_of(const Dag& d, const OrderCheck& oc, std::uint32_t op) {
+  Graph g;
+  for (std::uint32_t v = 0; v < d.size(); ++v) REQUIRE(g.add(oc.task(op, v)) == v);
+  for (std::uint32_t v = 0; v < d.size(); ++v)
+    for (auto p : d.preds[v]) g.edge(p, v);
+  return g;
+}
+
+std::uint32_t load_order(Runtime& rt) {
+  rt.load_operator_source("order.cu", kOrderSource);
+  return rt.op_id("order");
+}
+
+}  // namespace
+
+TEST_CASE("submit_after: a chain of dependent tasks, and fan-in beyond one dependency slot") {
+  const Dag d = chain(3000);
+  OrderCheck oc(d);
+  // The fan-in: one task after 100 others (more than 16: join tasks on the way).
+  Dag fan;
+  fan.preds.resize(101);
+  fan.tiles.assign(101, 2);
+  for (std::uint32_t p = 0; p < 100; ++p) fan.preds[100].push_back(p);
+  OrderCheck of(fan);
+  Runtime rt;
+  const std::uint32_t op = load_order(rt);
+  for (unsigned round = 1; round <= 2; ++round) {
+    Ticket prev = rt.submit(oc.task(op, 0));
+    for (std::uint32_t v = 1; v < d.size(); ++v) prev = rt.submit_after(oc.task(op, v), std::span<const Ticket>(&prev, 1));
+    CHECK(rt.wait(prev, 30s));
+    std::vector<Ticket> ts;
+    for (std::uint32_t v = 0; v < 100; ++v) ts.push_back(rt.submit(of.task(op, v)));
+    CHECK(rt.wait(rt.submit_after(of.task(op, 100), ts), 30s));
+    CHECK(test::drain_or_report(rt, 30s));
+    CHECK(oc.violations() == 0);
+    CHECK(oc.wrong_counts(round) == 0);
+    CHECK(of.violations() == 0);
+    CHECK(of.wrong_counts(round) == 0);
+  }
+  // Waiting for tickets long retired (their records reused many times over) is waiting for nothing.
+  const Ticket t = rt.submit_after(ops::nop(), std::vector<Ticket>{0, 1, 2});
+  CHECK(rt.wait(t, 10s));
+  // A ticket never issued is refused, and nothing is issued.
+  const auto before = rt.stats();
+  const Ticket future = 1ull << 40;
+  CHECK_THROWS_AS(rt.submit_after(ops::nop(), std::span<const Ticket>(&future, 1)), Error);
+  CHECK(rt.stats().submitted == before.submitted);
+}
+
+TEST_CASE("lanes: tasks of a lane run one after another while threads submit to many lanes") {
+  constexpr int kThreads = 4;
+  constexpr std::uint32_t kPerLane = 2000;
+  std::vector<std::unique_ptr<OrderCheck>> checks;
+  for (int i = 0; i < kThreads; ++i) checks.push_back(std::make_unique<OrderCheck>(chain(kPerLane)));
+  // A shared lane: every thread submits to it; its order is the order submissions reached it, so each
+  // task checks only that the lane's previous task (whoever submitted it) finished: a chain in arrival
+  // order, built by the threads under a lock.
+  OrderCheck shared(chain(kThreads * 500));
+  Runtime rt;
+  const std::uint32_t op = load_order(rt);
+  Lane shared_lane(rt);
+  std::mutex shared_mu;
+  std::uint32_t shared_next = 0;
+  std::atomic<int> running{kThreads};
+  std::vector<std::thread> th;
+  for (int i = 0; i < kThreads; ++i)
+    th.emplace_back([&, i] {
+      Lane lane(rt);
+      for (std::uint32_t v = 0; v < kPerLane; ++v) {
+        rt.submit_after(checks[i]->task(op, v), {}, &lane);
+        if (v % 4 == 0) {
+          std::lock_guard<std::mutex> lock(shared_mu);
+          rt.submit_after(shared.task(op, shared_next++), {}, &shared_lane);
+        }
+      }
+      running--;
+    });
+  test::await_submitters(rt, running, 60s);
+  for (auto& t : th) t.join();
+  CHECK(test::drain_or_report(rt, 30s));
+  for (auto& c : checks) {
+    CHECK(c->violations() == 0);
+    CHECK(c->wrong_counts(1) == 0);
+  }
+  CHECK(shared_next == kThreads * 500);
+  CHECK(shared.violations() == 0);
+  CHECK(shared.wrong_counts(1) == 0);
+}
+
+TEST_CASE("graphs: random DAGs of 1 to 100,000 nodes run each node once per launch, after its predecessors") {
+  struct Shape {
+    std::size_t n;
+    std::uint32_t max_preds, window;
+    bool multi_tile;
+  };
+  const Shape shapes[] = {{1, 0, 1, false},      {2, 1, 1, false},        {17, 3, 8, true},
+                          {1000, 4, 64, false},  {1000, 2, 1000, true},   {20000, 20, 200, false},
+                          {100000, 4, 64, false}, {100000, 3, 5000, true}};
+  std::vector<Dag> dags;
+  std::vector<std::unique_ptr<OrderCheck>> checks;
+  for (std::size_t i = 0; i < std::size(shapes); ++i) {
+    dags.push_back(random_dag(shapes[i].n, shapes[i].max_preds, shapes[i].window, shapes[i].multi_tile, 17 + i));
+    checks.push_back(std::make_unique<OrderCheck>(dags.back()));
+  }
+  Runtime rt;
+  const std::uint32_t op = load_order(rt);
+  for (std::size_t i = 0; i < dags.size(); ++i) {
+    CAPTURE(shapes[i].n);
+    CAPTURE(shapes[i].window);
+    CAPTURE(shapes[i].multi_tile);
+    GraphExec ge(rt, graph_of(dags[i], *checks[i], op));
+    // Three launches back to back (each after the previous one), then one waited alone.
+    const Ticket a = ge.launch();
+    const Ticket b = ge.launch();
+    const Ticket c = ge.launch();
+    CHECK(rt.wait(a, 60s));
+    CHECK(rt.wait(b, 60s));
+    CHECK(rt.wait(c, 60s));
+    CHECK(rt.wait(ge.launch(), 60s));
+    CHECK(checks[i]->violations() == 0);
+    CHECK(checks[i]->wrong_counts(4) == 0);
+  }
+  CHECK(test::drain_or_report(rt, 30s));
+  // Launches of two instances interleave freely; each instance's launches stay in order.
+  checks[3]->reset();
+  checks[4]->reset();
+  GraphExec g3(rt, graph_of(dags[3], *checks[3], op)), g4(rt, graph_of(dags[4], *checks[4], op));
+  for (int k = 0; k < 50; ++k) {
+    g3.launch();
+    g4.launch();
+  }
+  CHECK(test::drain_or_report(rt, 60s));
+  CHECK(checks[3]->violations() == 0);
+  CHECK(checks[3]->wrong_counts(50) == 0);
+  CHECK(checks[4]->violations() == 0);
+  CHECK(checks[4]->wrong_counts(50) == 0);
+}
+
+TEST_CASE("graphs: a launch runs after the tickets it names; tasks can wait for a launch") {
+  const Dag d = random_dag(500, 3, 32, true, 5);
+  OrderCheck oc(d);
+  Dag before = chain(200), after = chain(2);
+  OrderCheck ob(before), oa(after);
+  Runtime rt;
+  const std::uint32_t op = load_order(rt);
+  GraphExec ge(rt, graph_of(d, oc, op));
+  // A chain of 200 tasks, the launch after its last, a task after the launch: the launch's roots must
+  // see the chain done (checked by hand below), the last task must see the launch done.
+  Ticket prev = rt.submit(ob.task(op, 0));
+  for (std::uint32_t v = 1; v < 200; ++v) prev = rt.submit_after(ob.task(op, v), std::span<const Ticket>(&prev, 1));
+  const Ticket launch = ge.launch(std::span<const Ticket>(&prev, 1));
+  const Ticket last = rt.submit_after(ops::nop(), std::span<const Ticket>(&launch, 1));
+  CHECK(rt.wait(last, 30s));
+  CHECK(rt.wait(launch, 0s));  // done already: `last` ran after it
+  CHECK(rt.wait(prev, 0s));
+  CHECK(ob.violations() == 0);
+  CHECK(oc.violations() == 0);
+  CHECK(oc.wrong_counts(1) == 0);
+  // Lanes order launches with tasks.
+  Lane lane(rt);
+  rt.submit_after(oa.task(op, 0), {}, &lane);
+  ge.launch({}, &lane);
+  rt.submit_after(oa.task(op, 1), {}, &lane);
+  CHECK(test::drain_or_report(rt, 30s));
+  CHECK(oa.violations() == 0);
+  CHECK(oa.wrong_counts(1) == 0);
+  CHECK(oc.wrong_counts(2) == 0);
+}
+
+TEST_CASE("graphs: arguments set between launches apply from the next launch on, launches pipelined") {
+  test::DeviceBuffer x(4096), acc(4096);
+  Runtime rt;
+  acc.upload(std::vector<float>(4096, 0.0f));
+  // fill x with v, then acc += x: after launches with v = 1..K, acc = K (K + 1) / 2 everywhere.
+  Graph g;
+  const auto f = g.add(ops::fill(x.get(), 0.0f, 4096));
+  g.add(ops::axpy(acc.get(), 1.0f, x.get(), 4096), {f});
+  GraphExec ge(rt, g);
+  constexpr int K = 200;
+  for (int k = 1; k <= K; ++k) {
+    ge.set_args(f, gpuos_fill_args{x.get(), 4096, float(k), 0});
+    ge.launch();  // not waited: the arguments travel with the launch
+  }
+  CHECK(test::drain_or_report(rt, 30s));
+  const auto h = acc.download();
+  CHECK(std::count(h.begin(), h.end(), float(K * (K + 1) / 2)) == 4096);
+  // Wrong size or node: refused, the instance untouched.
+  CHECK_THROWS_AS(ge.set_args(f, gpuos_copy_args{}), Error);
+  CHECK_THROWS_AS(ge.set_args(7, gpuos_fill_args{}), Error);
+  CHECK(rt.wait(ge.launch(), 10s));
+}
+
+TEST_CASE("graphs: launches across a generation switch and alias switches use what is current at launch") {
+  test::DeviceBuffer x(256), y(256);
+  const auto scale_src = [](const char* name, float k) {
+    return std::string(R"(
+#include "gpuos/op.cuh"
+struct ScaleArgs { float* y; const float* x; unsigned long long n; };
+__device__ void tile_)") + name + R"((const ScaleArgs& a, const gpuos::TileCtx& c) {
+  for (unsigned long long i = threadIdx.x; i < a.n; i += blockDim.x) a.y[i] = )" + std::to_string(k) +
+           R"(f * a.x[i];
+}
+GPUOS_OPERATOR()" + name + ", ScaleArgs, tile_" + name + ")\n";
+  };
+  struct ScaleArgs {
+    float* y;
+    const float* x;
+    unsigned long long n;
+  };
+  Runtime rt;
+  x.upload(std::vector<float>(256, 1.0f));
+  rt.load_operator_source("twice.cu", scale_src("twice", 2.0f));
+  rt.load_operator_source("thrice.cu", scale_src("thrice", 3.0f));
+  rt.alias_set("scale", "twice");
+  Graph g;
+  g.add(Task::make(rt.op_id("scale"), 1, ScaleArgs{y.get(), x.get(), 256}));
+  GraphExec ge(rt, g);
+  const auto y0 = [&] { return y.download(1)[0]; };
+  CHECK(rt.wait(ge.launch(), 10s));
+  CHECK(y0() == 2.0f);
+  rt.alias_set("scale", "thrice");
+  CHECK(rt.wait(ge.launch(), 10s));
+  CHECK(y0() == 3.0f);
+  // Pipelined: launch, flip, launch: each launch runs the target current when it was launched.
+  test::DeviceBuffer y2(256);
+  Graph g2;
+  g2.add(Task::make(rt.op_id("scale"), 1, ScaleArgs{y2.get(), x.get(), 256}));
+  GraphExec ge2(rt, g2);
+  rt.alias_rollback("scale");  // twice
+  const Ticket a = ge.launch();
+  rt.alias_set("scale", "thrice");
+  const Ticket b = ge2.launch();
+  CHECK(rt.wait(a, 10s));
+  CHECK(rt.wait(b, 10s));
+  CHECK(y0() == 2.0f);
+  CHECK(y2.download(1)[0] == 3.0f);
+  // A generation switch (another operator loaded) between launches: the instance keeps working.
+  rt.load_operator_source("half.cu", scale_src("half", 0.5f));
+  CHECK(rt.wait(ge.launch(), 10s));
+  CHECK(y0() == 3.0f);
+  // An operator of a node removed: the next launch is refused, naming the node; nothing is issued.
+  Graph g3;
+  g3.add(ops::nop());
+  g3.add(Task::make(rt.op_id("half"), 1, ScaleArgs{y.get(), x.get(), 256}));
+  GraphExec ge3(rt, g3);
+  CHECK(rt.wait(ge3.launch(), 10s));
+  CHECK(y0() == 0.5f);
+  rt.remove_operator_source("half.cu");
+  const auto before = rt.stats();
+  try {
+    ge3.launch();
+    FAIL("a launch with a removed operator must be refused");
+  } catch (const Error& e) {
+    CHECK(e.status() == GPUOS_ERR_INVALID_ARG);
+    CHECK(std::string(e.what()).find("node 1") != std::string::npos);
+  }
+  CHECK(rt.stats().submitted == before.submitted);
+  CHECK(rt.wait(ge.launch(), 10s));
+}
+
+TEST_CASE("graphs: suspend and resume with launches and dependent tasks in flight") {
+  const Dag d = random_dag(5000, 4, 64, true, 9);
+  OrderCheck oc(d);
+  Runtime rt;
+  const std::uint32_t op = load_order(rt);
+  GraphExec ge(rt, graph_of(d, oc, op));
+  std::vector<Ticket> ts;
+  for (int k = 0; k < 20; ++k) {
+    ts.push_back(ge.launch());
+    if (k == 5) rt.suspend();
+    if (k == 12) rt.resume();
+  }
+  rt.suspend();
+  ts.push_back(rt.submit_after(ops::nop(), ts));
+  rt.resume();
+  for (Ticket t : ts) CHECK(rt.wait(t, 60s));
+  CHECK(oc.violations() == 0);
+  CHECK(oc.wrong_counts(20) == 0);
+}
+
+TEST_CASE("a ring of 64 slots: dependencies far back, graphs larger than the ring, staging reuse") {
+  const Dag d = random_dag(3000, 3, 100, false, 3);
+  OrderCheck oc(d);
+  const Dag c = chain(5000);
+  OrderCheck occ(c);
+  test::DeviceBuffer x(1), acc(1);
+  Runtime rt(Options().with_queue_capacity(64));
+  const std::uint32_t op = load_order(rt);
+  acc.upload({0.0f});
+  // Each task waits for the one 100 tickets back (long out of the ring) and its predecessor.
+  std::vector<Ticket> ticket(c.size());
+  ticket[0] = rt.submit(occ.task(op, 0));
+  for (std::uint32_t v = 1; v < c.size(); ++v) {
+    std::vector<Ticket> after{ticket[v - 1]};
+    if (v >= 100) after.push_back(ticket[v - 100]);
+    ticket[v] = rt.submit_after(occ.task(op, v), after);
+  }
+  GraphExec ge(rt, graph_of(d, oc, op));
+  Graph small;
+  const auto f = small.add(ops::fill(x.get(), 0.0f, 1));
+  small.add(ops::axpy(acc.get(), 1.0f, x.get(), 1), {f});
+  GraphExec gs(rt, small);
+  // 300 launches with argument updates: the staging ring's space is reused many times over.
+  for (int k = 1; k <= 300; ++k) {
+    gs.set_args(f, gpuos_fill_args{x.get(), 1, float(k), 0});
+    gs.launch();
+    if (k % 30 == 0) ge.launch();
+  }
+  CHECK(test::drain_or_report(rt, 60s));
+  CHECK(occ.violations() == 0);
+  CHECK(occ.wrong_counts(1) == 0);
+  CHECK(oc.violations() == 0);
+  CHECK(oc.wrong_counts(10) == 0);
+  CHECK(acc.download()[0] == float(300 * 301 / 2));
+}
+
+TEST_CASE("graph instances: instantiate and destroy many, more than the heap holds at once") {
+  const Dag d = random_dag(20000, 4, 64, false, 4);
+  OrderCheck oc(d);
+  Runtime rt(Options().with_heap(64ull << 20));
+  const std::uint32_t op = load_order(rt);
+  const Graph g = graph_of(d, oc, op);
+  // Each instance takes several MB of the heap; 60 of them in turn take far more than 64 MB.
+  for (unsigned k = 1; k <= 60; ++k) {
+    GraphExec ge(rt, g);
+    CHECK(rt.wait(ge.launch(), 30s));
+  }
+  CHECK(oc.violations() == 0);
+  CHECK(oc.wrong_counts(60) == 0);
+  // A destroyed instance's launches finished first; an instance outliving nothing it needs.
+  auto ge = std::make_unique<GraphExec>(rt, g);
+  for (int k = 0; k < 10; ++k) ge->launch();
+  ge.reset();  // waits for its launches
+  CHECK(oc.wrong_counts(70) == 0);
+  CHECK(test::drain_or_report(rt, 10s));
+  std::string why;
+  CHECK_MESSAGE(rt.heap_check(&why), why);
+}
