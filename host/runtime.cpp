@@ -151,7 +151,7 @@ gpuos_status Runtime::drain(std::int64_t timeout_ns, std::string& why) {
 gpuos_stats Runtime::stats() {
   SubmitQueue& q = kernel_->queue();
   gpuos_stats s{};
-  s.completed = q.reap();
+  s.completed = q.reap_current();  // not behind any wait that returned before this call
   s.submitted = q.issued();
   s.failed = q.failed();
   s.queue_depth = s.submitted - std::min(s.submitted, s.completed);

@@ -55,6 +55,15 @@ bool SubmitQueue::poll(uint64_t t, Result& r) const {
 uint64_t SubmitQueue::reap() {
   std::unique_lock<std::mutex> lock(reap_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return retired();
+  return reap_locked();
+}
+
+uint64_t SubmitQueue::reap_current() {
+  std::lock_guard<std::mutex> lock(reap_mutex_);
+  return reap_locked();
+}
+
+uint64_t SubmitQueue::reap_locked() {
   uint64_t r = retired_.load(std::memory_order_relaxed);
   const uint64_t end = tail_.load(std::memory_order_acquire);
   abi::Completion c;

@@ -45,8 +45,13 @@ class SubmitQueue {
   bool poll(uint64_t t, Result& r) const;
 
   /// Advances the retired watermark over completed tickets, in order; counts per-op completions and
-  /// remembers failures. Returns the watermark. Cheap when another thread is already reaping.
+  /// remembers failures. Returns the watermark. Cheap when another thread is already reaping: then it
+  /// returns the watermark as that thread last left it, which may lag what poll() has seen.
   uint64_t reap();
+  /// reap(), waiting for a reap in progress instead of skipping it: every ticket below the returned
+  /// watermark completed, and every ticket poll() had seen complete (with all before it) is below it.
+  /// The counts behind gpuos_get_stats, which must not lag the waits that returned before it.
+  uint64_t reap_current();
 
   uint64_t issued() const noexcept { return tail_.load(std::memory_order_acquire); }
   uint64_t retired() const noexcept { return retired_.load(std::memory_order_acquire); }
@@ -60,6 +65,7 @@ class SubmitQueue {
   static constexpr size_t kFailureMemory = 1u << 16;
 
  private:
+  uint64_t reap_locked();
   bool read_record(uint64_t t, abi::Completion& c) const;
 
   abi::Slot* ring_;

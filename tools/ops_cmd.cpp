@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <stdexcept>
 
 #include "common/config.hpp"
+#include "host/op_registry.hpp"
 #include "host/watcher.hpp"
 #include "jit/cache.hpp"
 #include "jit/compiler.hpp"
@@ -25,6 +27,8 @@ const char* const kCompileHelp =
     "Compiles operator sources (gpuos/op.cuh, GPUOS_OPERATOR) with NVRTC to LTO-IR for the library's\n"
     "device arch, as `gpuos run --ops-dir` would, and prints NVRTC's diagnostics (file:line:col) and the\n"
     "operators each file declares. Needs no GPU. Uses the compile cache (GPUOS_CACHE_DIR).\n"
+    "A file fails, as it would fail to load, when it declares an operator named like a built-in or like\n"
+    "one an earlier FILE declares (files given together are checked as one operator directory).\n"
     "Exit status 0 when every file compiled, 1 otherwise, 2 usage error.\n"
     "\n";
 
@@ -57,18 +61,25 @@ int cmd_compile(std::span<char*> args) {
   o.arch = GPUOS_CUDA_ARCH;
   o.include_dirs = jit::runtime_include_dirs(cfg);  // a clear error without the toolkit's CCCL
   jit::Cache cache(jit::CacheConfig::from(cfg));
+  // The names a runtime would refuse, by the runtime's own rules: a built-in's name, or one that another
+  // of the files declares (they would be loaded together, as `run --ops-dir` loads a directory).
+  const detail::OpRegistry names;
+  detail::Served together;
   int bad = 0;
   for (const std::string& f : files) {
-    const jit::CompileResult r = jit::compile_file(f, o, &cache);
-    for (const jit::Diagnostic& d : r.diagnostics) {
+    auto r = std::make_shared<const jit::CompileResult>(jit::compile_file(f, o, &cache));
+    for (const jit::Diagnostic& d : r->diagnostics) {
       std::fprintf(stderr, "%s\n", jit::to_string(d).c_str());
       if (!d.context.empty()) std::fprintf(stderr, "%s\n", d.context.c_str());
     }
-    if (r.ok()) {
+    const std::string clash = r->ok() ? names.clash(f, r->operators, together) : "";
+    if (r->ok() && clash.empty()) {
       std::string ops;
-      for (const std::string& op : r.operators) ops += (ops.empty() ? "" : ", ") + op;
-      std::printf("%s: ok: %s (%.0f ms%s)\n", f.c_str(), ops.c_str(), r.seconds * 1e3, r.from_cache ? ", cached" : "");
+      for (const std::string& op : r->operators) ops += (ops.empty() ? "" : ", ") + op;
+      std::printf("%s: ok: %s (%.0f ms%s)\n", f.c_str(), ops.c_str(), r->seconds * 1e3, r->from_cache ? ", cached" : "");
+      together.units[f] = detail::Unit{r, {}, 0};
     } else {
+      if (!clash.empty()) std::fprintf(stderr, "%s: error: %s\n", f.c_str(), clash.c_str());
       std::printf("%s: FAILED\n", f.c_str());
       ++bad;
     }

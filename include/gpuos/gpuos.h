@@ -138,7 +138,8 @@ GPUOS_API gpuos_status gpuos_drain(gpuos_runtime* rt, int64_t timeout_ns);
 
 typedef struct gpuos_stats {
   uint64_t submitted;   /* tickets issued */
-  uint64_t completed;   /* tasks completed (in ticket order: every ticket below this is done) */
+  uint64_t completed;   /* tasks completed (in ticket order: every ticket below this is done; once
+                           waits for every ticket up to t have returned, completed > t) */
   uint64_t failed;      /* tasks the device rejected */
   uint64_t queue_depth; /* submitted - completed */
   uint64_t heartbeat;   /* the kernel's front-end loop counter (moves while the kernel runs) */

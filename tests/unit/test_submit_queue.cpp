@@ -241,3 +241,30 @@ TEST_CASE("a slot says more follow when a later ticket was already out at its pu
   CHECK(p.op == a % 7);
   CHECK(p.arg_bytes == 8);
 }
+
+TEST_CASE("the current watermark covers every completion a poll has seen, while another thread reaps") {
+  Rings r(6);
+  SubmitQueue q(r.ring, r.comp, 6);
+  FakeFrontEnd fe(r, all_ok);
+  fe.start();
+  // Another thread reaps all the time (as the monitor and other waiters do): reap() then often finds
+  // the lock taken and returns a watermark that lags.
+  std::atomic<bool> stop{false};
+  std::thread reaper([&] {
+    while (!stop) q.reap();
+  });
+  uint64_t behind = 0;
+  for (uint64_t t = 0; t < 20000; ++t) {
+    uint64_t first;
+    while (!q.try_reserve(1, first)) std::this_thread::yield();
+    q.publish(first, payload_for(first));
+    SubmitQueue::Result res;
+    while (!q.poll(t, res)) std::this_thread::yield();
+    // t and every ticket before it have completed (each was waited for in turn).
+    behind += q.reap_current() < t + 1;
+  }
+  stop = true;
+  reaper.join();
+  fe.stop();
+  CHECK(behind == 0);
+}
