@@ -39,6 +39,9 @@ if ! [ -f /usr/include/doctest/doctest.h ] && ! [ -f /usr/local/include/doctest/
   say "installing doctest"; apt_install doctest-dev
 fi
 
+# The Python package's tests run in a virtual environment (scripts/test.sh).
+python3 -c 'import ensurepip' 2>/dev/null || { say "installing python3-venv"; apt_install python3-venv; }
+
 if [ -f build/build.ninja ]; then
   meson setup --reconfigure build "$@" >/dev/null
 else

@@ -23,11 +23,12 @@ import re
 import signal
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 DOCTEST_SUMMARY = re.compile(
     r'\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed\s*\|\s*(\d+) skipped')
 DOCTEST_LISTED = re.compile(r'\[doctest\] unskipped test cases passing the current filters:\s*(\d+)')
-SUITES = ('unit', 'gpu')
+SUITES = ('unit', 'gpu', 'python')
 
 
 def expected_tests(build):
@@ -134,6 +135,34 @@ def read_log(suite, path, since, expected):
     return True
 
 
+def read_junit(suite, path, since, status):
+    """The Python suite: pytest's JUnit XML (tests, failures, errors, skipped), fresh from this run."""
+    if not os.path.exists(path) or os.path.getmtime(path) < since:
+        suite.problems.append(('no results', 'no pytest results from this run in %s (%s)' % (path, exit_text(status))))
+        return
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        suite.problems.append(('unreadable results', 'pytest results in %s are not valid XML: %s' % (path, e)))
+        return
+    cases = root.iter('testcase')
+    suite.ran = True
+    for c in cases:
+        name = '%s.%s' % (c.get('classname', ''), c.get('name', ''))
+        if c.find('failure') is not None or c.find('error') is not None:
+            suite.failed += 1
+            suite.lines.append('  python/%s: FAIL' % name)
+        elif c.find('skipped') is not None:
+            suite.skipped += 1
+            why = c.find('skipped').get('message', '')
+            suite.lines.append('  python/%s: skipped (%s)' % (name, why))
+        else:
+            suite.passed += 1
+    if status and not suite.failed:
+        suite.problems.append(('pytest exited with status %d' % status,
+                               'pytest exited with status %d though no test in its results failed' % status))
+
+
 def count_not_run(build, expected):
     """Number of GPU test cases (doctest --list-test-cases), and the binaries it could not list."""
     if expected is not None:
@@ -167,6 +196,8 @@ def main(argv):
     gpu = ap.add_mutually_exclusive_group(required=True)
     gpu.add_argument('--gpu-log', help="the GPU suites' meson JSON log")
     gpu.add_argument('--gpu-not-run', metavar='WHY', help='the GPU suites did not run, and why')
+    ap.add_argument('--python-junit', metavar='PATH', help="the Python suite's pytest JUnit XML")
+    ap.add_argument('--python-status', type=int, default=0, help="the exit status of the Python suite's pytest")
     ap.add_argument('--fail', action='append', default=[], metavar='REASON',
                     help='a failure the caller found (may be repeated)')
     a = ap.parse_args(argv)
@@ -176,6 +207,10 @@ def main(argv):
     read_log(suites['unit'], a.unit_log, a.since, expected)
     if a.gpu_log is not None:
         read_log(suites['gpu'], a.gpu_log, a.since, expected)
+    if a.python_junit is not None:
+        read_junit(suites['python'], a.python_junit, a.since, a.python_status)
+    else:
+        del suites['python']
     for s, status in ((suites['unit'], a.unit_status), (suites['gpu'], a.gpu_status)):
         if status and s.ran and not s.failed and not s.problems:
             s.problems.append(('meson test exited with status %d' % status,

@@ -2,8 +2,9 @@
 # Sets up, builds and runs every test suite. The CPU suite always runs; the GPU suites run when a CUDA
 # device is usable (`gpuos info` exits 0). When the probe finds no device or driver (exit 3) they are
 # skipped and this says so plainly; any other failure of the probe fails the run.
+# The Python package is built and installed with pip into build/python-venv and its pytest suite runs.
 # GPUOS_REQUIRE_GPU=1 (for machines that have a GPU): GPU suites that did not run fail the run.
-# The summary (scripts/summarize_tests.py) counts both suites and ends with the verdict.
+# The summary (scripts/summarize_tests.py) counts every suite and ends with the verdict.
 # Exit status: 0 when every suite that ran passed (and, under GPUOS_REQUIRE_GPU=1, the GPU suites ran);
 # 1 otherwise; 2 when GPUOS_REQUIRE_GPU is not unset, empty, 0 or 1.
 set -uo pipefail
@@ -41,6 +42,28 @@ meson test -C build --suite unit --print-errorlogs --no-rebuild --logbase testlo
 unit_status=$?
 [ $unit_status -eq 0 ] || rc=1
 summary_args+=(--unit-status "$unit_status")
+
+# The Python package, built and installed from this checkout by pip (meson-python runs this project's
+# Meson build) into a virtual environment of its own, then its tests. Its GPU tests skip, saying so,
+# without a usable device.
+venv=build/python-venv
+py_status=0
+rm -f "$logs/pytest.xml"
+say "building and installing the Python package (pip install .) into $venv"
+if python3 -m venv --clear "$venv" >"$logs/python-install.log" 2>&1 &&
+  "$venv/bin/python" -m pip install --disable-pip-version-check . pytest >>"$logs/python-install.log" 2>&1; then
+  # From python/tests, so that `import gpuos` is the installed package, not the source folder.
+  (cd python/tests && "../../$venv/bin/python" -m pytest -q -rs --junitxml="../../$logs/pytest.xml" .)
+  py_status=$?
+else
+  py_status=1
+  say "the Python package did not build or install; the end of $logs/python-install.log:"
+  tail -n 30 "$logs/python-install.log" | sed 's/^/test:   | /'
+  rc=1
+  summary_args+=(--fail "the Python package did not build or install")
+fi
+[ $py_status -eq 0 ] || rc=1
+summary_args+=(--python-junit "$logs/pytest.xml" --python-status "$py_status")
 
 probe=$(build/tools/gpuos info 2>&1)
 probe_rc=$?

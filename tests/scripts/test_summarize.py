@@ -67,6 +67,37 @@ class Summarize(unittest.TestCase):
         lines = p.stdout.strip().splitlines()
         return p.returncode, p.stdout, lines[-1] if lines else ''
 
+    def junit(self, passed, failed, skipped):
+        path = os.path.join(self.build, 'meson-logs', 'pytest.xml')
+        cases = ['<testcase classname="t" name="ok%d"/>' % i for i in range(passed)]
+        cases += ['<testcase classname="t" name="bad%d"><failure message="x"/></testcase>' % i for i in range(failed)]
+        cases += ['<testcase classname="t" name="gpu%d"><skipped message="GPU test not run"/></testcase>' % i
+                  for i in range(skipped)]
+        with open(path, 'w') as f:
+            f.write('<testsuites><testsuite>%s</testsuite></testsuites>' % ''.join(cases))
+        return path
+
+    def test_python_suite_counts_in_the_verdict(self):
+        self.write(self.unit_log, [entry('unit', 'unit', doctest_out(10, 0))])
+        rc, out, last = self.run_summary('--python-junit', self.junit(5, 0, 2))
+        self.assertEqual(rc, 0, out)
+        self.assertIn('python: 5 passed, 0 failed, 2 skipped', out)
+        self.assertIn('python/t.gpu0: skipped (GPU test not run)', out)
+        self.assertTrue(last.startswith('tests: 15 passed, 0 failed, 9 skipped -- OK'), last)
+
+    def test_python_failure_or_missing_results_fail(self):
+        self.write(self.unit_log, [entry('unit', 'unit', doctest_out(10, 0))])
+        rc, out, last = self.run_summary('--python-junit', self.junit(5, 1, 0), '--python-status', '1')
+        self.assertEqual(rc, 1, out)
+        self.assertIn('python suite (1 failed)', last)
+        rc, out, last = self.run_summary('--python-junit', os.path.join(self.build, 'none.xml'), '--python-status', '4')
+        self.assertEqual(rc, 1, out)
+        self.assertIn('python suite (no results)', last)
+        path = self.junit(3, 0, 0)
+        rc, out, last = self.run_summary('--python-junit', path, '--python-status', '2')
+        self.assertEqual(rc, 1, out)
+        self.assertIn('pytest exited with status 2', last)
+
     def test_unit_passes_gpu_skipped(self):
         self.write(self.unit_log, [entry('unit', 'unit', doctest_out(10, 0))])
         rc, out, last = self.run_summary()

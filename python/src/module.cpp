@@ -1,0 +1,463 @@
+// gpuos._gpuos: the Python binding of the C++ API (include/gpuos/gpuos.hpp).
+//
+// Device memory comes in as a DLPack producer on a CUDA device (a torch.Tensor, a CuPy array) or as an
+// int device pointer. Every call that can block (submit on a full queue, wait, drain, loads, switches,
+// suspend, heap requests, close) releases the GIL. A gpuos failure is a gpuos.Error carrying the status
+// name (`status`), its number (`code`) and the runtime's message.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpuos/gpuos.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// ---- errors ---------------------------------------------------------------------------------------------
+
+PyObject* g_error_type = nullptr;  // gpuos.Error, created at import
+
+/// Sets the Python error to a gpuos.Error for status `s`.
+void set_status_error(gpuos_status s, const std::string& message) {
+  nb::object type = nb::borrow(g_error_type);
+  nb::object e = type(message);
+  e.attr("status") = gpuos_status_name(s);
+  e.attr("code") = static_cast<int>(s);
+  PyErr_SetObject(g_error_type, e.ptr());
+}
+
+[[noreturn]] void raise_status(gpuos_status s, const std::string& message) {
+  set_status_error(s, message);
+  throw nb::python_error();
+}
+
+// ---- device memory --------------------------------------------------------------------------------------
+
+using CudaArray = nb::ndarray<nb::device::cuda>;
+using CudaFloats = nb::ndarray<float, nb::device::cuda, nb::c_contig>;
+
+/// A device address: an int, or the data pointer of a CUDA array (DLPack).
+std::uint64_t device_address(nb::handle h, const char* what) {
+  if (PyLong_Check(h.ptr())) return nb::cast<std::uint64_t>(h);
+  CudaArray a;
+  if (nb::try_cast(h, a)) return reinterpret_cast<std::uint64_t>(a.data());
+  throw nb::type_error((std::string(what) + ": expected a CUDA array (DLPack: torch.Tensor, cupy.ndarray) or an int device "
+                        "pointer, got " + nb::cast<std::string>(nb::str(h.type()))).c_str());
+}
+
+/// A float32 device buffer for the built-in operators: its address and, for an array, its length.
+struct Floats {
+  float* ptr = nullptr;
+  std::optional<std::uint64_t> size;
+};
+Floats floats(nb::handle h, const char* what) {
+  if (PyLong_Check(h.ptr())) return Floats{reinterpret_cast<float*>(nb::cast<std::uint64_t>(h)), std::nullopt};
+  CudaFloats a;
+  if (nb::try_cast(h, a)) return Floats{a.data(), static_cast<std::uint64_t>(a.size())};
+  CudaArray any;
+  if (nb::try_cast(h, any))
+    throw nb::type_error((std::string(what) + ": the built-in operators take contiguous float32 CUDA arrays").c_str());
+  throw nb::type_error((std::string(what) + ": expected a float32 CUDA array (DLPack) or an int device pointer, got " +
+                        nb::cast<std::string>(nb::str(h.type()))).c_str());
+}
+
+/// The element count of a built-in task: `n` when given (checked against every array's length), else
+/// the arrays' common length.
+std::uint64_t count_of(std::optional<std::uint64_t> n, std::initializer_list<const Floats*> bufs) {
+  std::optional<std::uint64_t> len;
+  for (const Floats* b : bufs) {
+    if (!b->size) continue;
+    if (n && *b->size < *n)
+      throw nb::value_error(("n = " + std::to_string(*n) + " exceeds an array of " + std::to_string(*b->size) + " elements").c_str());
+    if (!n && len && *len != *b->size)
+      throw nb::value_error("arrays of different lengths: pass n");
+    len = b->size;
+  }
+  if (n) return *n;
+  if (!len) throw nb::value_error("n is required when every buffer is an int pointer");
+  return *len;
+}
+
+// ---- tasks ------------------------------------------------------------------------------------------------
+
+gpuos::Task make_task(std::uint32_t op, std::uint32_t tiles, nb::bytes args) {
+  if (args.size() > GPUOS_MAX_ARG_BYTES)
+    throw nb::value_error(("arguments of " + std::to_string(args.size()) + " bytes exceed GPUOS_MAX_ARG_BYTES (" +
+                           std::to_string(GPUOS_MAX_ARG_BYTES) + ")").c_str());
+  if (tiles == 0 || tiles > GPUOS_MAX_TILES) throw nb::value_error("tiles must be in [1, 2^30]");
+  gpuos::Task t;
+  t.op = op;
+  t.tiles = tiles;
+  t.arg_bytes = static_cast<std::uint32_t>(args.size());
+  if (args.size()) std::memcpy(t.args, args.c_str(), args.size());
+  return t;
+}
+
+// ---- options ----------------------------------------------------------------------------------------------
+
+struct OptionStrings {
+  std::optional<std::string> cache, include, cccl;
+};
+
+/// The value of option `key` as a T; a TypeError naming the option when it is not one.
+template <class T>
+T option_value(const std::string& key, nb::handle v, const char* expected) {
+  T out{};
+  if (!nb::try_cast(v, out))
+    throw nb::type_error(("option " + key + " takes " + expected + ", got " + nb::cast<std::string>(nb::repr(v))).c_str());
+  return out;
+}
+
+gpuos::Options options_of(const nb::kwargs& kw, OptionStrings& keep) {
+  gpuos::Options o;
+  for (auto [k, v] : kw) {
+    const std::string key = nb::cast<std::string>(k);
+    if (key == "device") o.device = option_value<std::int32_t>(key, v, "an int");
+    else if (key == "sm_budget") o.sm_budget = option_value<std::uint32_t>(key, v, "an int >= 0");
+    else if (key == "queue_capacity") o.queue_capacity = option_value<std::uint32_t>(key, v, "an int >= 0");
+    else if (key == "blocks_per_sm") o.blocks_per_sm = option_value<std::uint32_t>(key, v, "an int >= 0");
+    else if (key == "heap_bytes") o.heap_bytes = option_value<std::uint64_t>(key, v, "an int >= 0");
+    else if (key == "heap_arenas") o.heap_arenas = option_value<std::uint32_t>(key, v, "an int >= 0");
+    else if (key == "heap_checked") o.heap_flags = option_value<bool>(key, v, "a bool") ? GPUOS_HEAP_CHECKED : 0u;
+    else if (key == "cache_dir") keep.cache = option_value<std::string>(key, v, "a str");
+    else if (key == "include_dir") keep.include = option_value<std::string>(key, v, "a str");
+    else if (key == "cccl_dir") keep.cccl = option_value<std::string>(key, v, "a str");
+    else throw nb::type_error(("unknown option '" + key + "'").c_str());
+  }
+  o.cache_dir = keep.cache ? keep.cache->c_str() : nullptr;
+  o.include_dir = keep.include ? keep.include->c_str() : nullptr;
+  o.cccl_dir = keep.cccl ? keep.cccl->c_str() : nullptr;
+  return o;
+}
+
+std::chrono::nanoseconds timeout_of(std::optional<double> seconds) {
+  if (!seconds) return std::chrono::nanoseconds(-1);
+  if (*seconds < 0) throw nb::value_error("timeout must be >= 0 seconds (None waits for ever)");
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(*seconds * 1e9));
+}
+
+// ---- plain structs as dicts ---------------------------------------------------------------------------------
+
+nb::dict stats_dict(const gpuos::Stats& s) {
+  nb::dict d;
+  d["submitted"] = s.submitted;
+  d["completed"] = s.completed;
+  d["failed"] = s.failed;
+  d["queue_depth"] = s.queue_depth;
+  d["heartbeat"] = s.heartbeat;
+  d["launches"] = s.launches;
+  return d;
+}
+
+nb::dict device_dict(const gpuos::DeviceInfo& i) {
+  nb::dict d;
+  d["name"] = std::string(i.name);
+  d["ordinal"] = i.ordinal;
+  d["compute_capability"] = nb::make_tuple(i.cc_major, i.cc_minor);
+  d["sm_count"] = i.sm_count;
+  d["blocks_per_sm"] = i.blocks_per_sm;
+  d["grid_blocks"] = i.grid_blocks;
+  d["block_threads"] = i.block_threads;
+  d["total_mem"] = i.total_mem;
+  d["driver_version"] = i.driver_version;
+  return d;
+}
+
+nb::dict generation_dict(const gpuos::Runtime::Generation& g) {
+  nb::dict d;
+  d["number"] = g.number;
+  d["first_ticket"] = g.first_ticket;
+  d["pause_ns"] = g.pause_ns;
+  d["build_ns"] = g.build_ns;
+  d["stop_ns"] = g.stop_ns;
+  d["load_ns"] = g.load_ns;
+  d["launch_ns"] = g.launch_ns;
+  d["compiled"] = g.compiled;
+  d["linked"] = bool(g.linked);
+  d["changed"] = bool(g.changed);
+  d["retired"] = g.retired;
+  d["overlap_ns"] = g.overlap_ns;
+  d["unload_ns"] = g.unload_ns;
+  return d;
+}
+
+nb::dict op_dict(const gpuos::Runtime::OpInfo& o) {
+  static const char* const kinds[] = {"builtin", "loaded", "alias", "failed"};
+  nb::dict d;
+  d["name"] = std::string(o.name);
+  d["id"] = o.id;
+  d["kind"] = o.kind < 4 ? kinds[o.kind] : "unknown";
+  d["arg_bytes"] = o.arg_bytes;
+  d["target"] = o.target;
+  d["generation"] = o.generation;
+  d["source"] = std::string(o.source);
+  d["error"] = std::string(o.error);
+  d["completed"] = o.completed;
+  d["failed"] = o.failed;
+  return d;
+}
+
+nb::dict heap_dict(const gpuos::HeapStats& h) {
+  nb::dict d;
+  d["pool_bytes"] = h.pool_bytes;
+  d["used_bytes"] = h.used_bytes;
+  d["free_bytes"] = h.free_bytes;
+  d["largest_free"] = h.largest_free;
+  d["used_blocks"] = h.used_blocks;
+  d["free_blocks"] = h.free_blocks;
+  d["allocs"] = h.allocs;
+  d["frees"] = h.frees;
+  d["failed_allocs"] = h.failed_allocs;
+  d["bad_align"] = h.bad_align;
+  d["too_large"] = h.too_large;
+  d["bad_free"] = h.bad_free;
+  d["double_free"] = h.double_free;
+  d["fragmentation"] = h.fragmentation;
+  d["arenas"] = h.arenas;
+  d["checked"] = bool(h.checked);
+  return d;
+}
+
+// ---- the runtime --------------------------------------------------------------------------------------------
+
+/// A gpuos::Runtime that close() (or leaving a `with` block) destroys; calls after that raise.
+class PyRuntime {
+ public:
+  explicit PyRuntime(const gpuos::Options& o) {
+    nb::gil_scoped_release unlocked;
+    rt_ = std::make_unique<gpuos::Runtime>(o);
+  }
+  gpuos::Runtime& rt() {
+    if (!rt_) raise_status(GPUOS_ERR_UNAVAILABLE, "the runtime is closed");
+    return *rt_;
+  }
+  void close() {
+    std::unique_ptr<gpuos::Runtime> r = std::move(rt_);
+    nb::gil_scoped_release unlocked;
+    r.reset();
+  }
+  bool closed() const { return !rt_; }
+
+ private:
+  std::unique_ptr<gpuos::Runtime> rt_;
+};
+
+template <class F>
+auto unlocked(F&& f) {
+  nb::gil_scoped_release r;
+  return f();
+}
+
+}  // namespace
+
+NB_MODULE(_gpuos, m) {
+  m.doc() = "gpuos: a persistent-kernel runtime for NVIDIA GPUs (the extension; import gpuos)";
+
+  g_error_type = PyErr_NewExceptionWithDoc(
+      "gpuos.Error",
+      "A gpuos call failed. `status` is the status name (e.g. 'GPUOS_ERR_NO_DEVICE'), `code` its number; the "
+      "message names the cause.",
+      PyExc_RuntimeError, nullptr);
+  m.attr("Error") = nb::handle(g_error_type);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const gpuos::Error& e) {
+      set_status_error(e.status(), e.what());
+    }
+  });
+
+  m.def("build_info", [] { return std::string(gpuos_build_info()); },
+        "The library's version, the CUDA toolkit it was built with and its device arch.");
+  m.def("status_name", [](int code) { return std::string(gpuos_status_name(static_cast<gpuos_status>(code))); },
+        "code"_a, "The name of a gpuos status number.");
+  m.attr("MAX_ARG_BYTES") = GPUOS_MAX_ARG_BYTES;
+
+  m.def(
+      "query_device",
+      [](const nb::kwargs& kw) {
+        OptionStrings keep;
+        const gpuos::Options o = options_of(kw, keep);
+        return device_dict(unlocked([&] { return gpuos::query_device(o); }));
+      },
+      "The device and the grid a runtime with these options would use, without booting it.");
+
+  nb::class_<gpuos::Task>(m, "Task", "A task: an operator id, its tile count and a copy of its argument struct.")
+      .def(nb::new_([](std::uint32_t op, std::uint32_t tiles, nb::bytes args) { return make_task(op, tiles, args); }),
+           "op"_a, "tiles"_a = 1, "args"_a = nb::bytes(""),
+           "`args`: the operator's argument struct as bytes (at most MAX_ARG_BYTES), e.g. from struct.pack.")
+      .def_ro("op", &gpuos::Task::op)
+      .def_ro("tiles", &gpuos::Task::tiles)
+      .def_prop_ro("args", [](const gpuos::Task& t) { return nb::bytes(reinterpret_cast<const char*>(t.args), t.arg_bytes); })
+      .def("__repr__", [](const gpuos::Task& t) {
+        return "gpuos.Task(op=" + std::to_string(t.op) + ", tiles=" + std::to_string(t.tiles) + ", " +
+               std::to_string(t.arg_bytes) + " bytes of arguments)";
+      });
+
+  // Built-in operators: float32 buffers as CUDA arrays or int pointers; n defaults to the arrays' length.
+  nb::module_ ops = m.def_submodule("ops", "Builders of the built-in operators' tasks.");
+  ops.def("nop", [] { return gpuos::ops::nop(); });
+  ops.def(
+      "fill",
+      [](nb::handle out, float value, std::optional<std::uint64_t> n) {
+        const Floats o = floats(out, "out");
+        return gpuos::ops::fill(o.ptr, value, count_of(n, {&o}));
+      },
+      "out"_a, "value"_a, "n"_a = nb::none());
+  ops.def(
+      "copy",
+      [](nb::handle out, nb::handle in, std::optional<std::uint64_t> n) {
+        const Floats o = floats(out, "out"), i = floats(in, "in");
+        return gpuos::ops::copy(o.ptr, i.ptr, count_of(n, {&o, &i}));
+      },
+      "out"_a, "in_"_a, "n"_a = nb::none());
+  for (const char* name : {"add", "mul"}) {
+    const bool add = std::strcmp(name, "add") == 0;
+    ops.def(
+        name,
+        [add](nb::handle out, nb::handle a, nb::handle b, std::optional<std::uint64_t> n) {
+          const Floats o = floats(out, "out"), x = floats(a, "a"), y = floats(b, "b");
+          const std::uint64_t c = count_of(n, {&o, &x, &y});
+          return add ? gpuos::ops::add(o.ptr, x.ptr, y.ptr, c) : gpuos::ops::mul(o.ptr, x.ptr, y.ptr, c);
+        },
+        "out"_a, "a"_a, "b"_a, "n"_a = nb::none());
+  }
+  ops.def(
+      "axpy",
+      [](nb::handle y, float alpha, nb::handle x, std::optional<std::uint64_t> n) {
+        const Floats yy = floats(y, "y"), xx = floats(x, "x");
+        return gpuos::ops::axpy(yy.ptr, alpha, xx.ptr, count_of(n, {&yy, &xx}));
+      },
+      "y"_a, "alpha"_a, "x"_a, "n"_a = nb::none(), "y = alpha * x + y");
+  ops.def(
+      "sum",
+      [](nb::handle out, nb::handle x, std::optional<std::uint64_t> n) {
+        const Floats o = floats(out, "out"), xx = floats(x, "x");
+        return gpuos::ops::sum(o.ptr, xx.ptr, count_of(n, {&xx}));
+      },
+      "out"_a, "x"_a, "n"_a = nb::none(), "out[0] = the sum of x (accumulated in float64)");
+
+  nb::class_<PyRuntime>(m, "Runtime",
+                        "A resident kernel on one GPU. Options as keywords: device, sm_budget, queue_capacity, "
+                        "blocks_per_sm, heap_bytes, heap_arenas, heap_checked, cache_dir, include_dir, cccl_dir "
+                        "(docs/configuration.md). Use it as a context manager, or call close().")
+      .def(nb::new_([](const nb::kwargs& kw) {
+        OptionStrings keep;
+        const gpuos::Options o = options_of(kw, keep);
+        return new PyRuntime(o);
+      }))
+      .def("close", &PyRuntime::close, "Drains, stops the kernel and frees the runtime; later calls raise.")
+      .def_prop_ro("closed", &PyRuntime::closed)
+      .def("__enter__", [](nb::handle self) { return self; })
+      .def("__exit__", [](PyRuntime& r, nb::args) { r.close(); })
+      .def(
+          "submit", [](PyRuntime& r, const gpuos::Task& t) { return unlocked([&] { return r.rt().submit(t); }); },
+          "task"_a, "Submits a task; blocks while the queue is full. Returns its ticket.")
+      .def(
+          "try_submit",
+          [](PyRuntime& r, const gpuos::Task& t) { return unlocked([&] { return r.rt().try_submit(t); }); }, "task"_a,
+          "Submits unless the queue is full; returns the ticket, or None (nothing submitted).")
+      .def(
+          "submit_batch",
+          [](PyRuntime& r, const std::vector<gpuos::Task>& ts) {
+            return unlocked([&] { return r.rt().submit_batch(ts); });
+          },
+          "tasks"_a, "Submits tasks with consecutive tickets; returns the first.")
+      .def(
+          "wait",
+          [](PyRuntime& r, std::uint64_t ticket, std::optional<double> timeout) {
+            const auto t = timeout_of(timeout);
+            return unlocked([&] { return r.rt().wait(ticket, t); });
+          },
+          "ticket"_a, "timeout"_a = nb::none(),
+          "Waits for a task (timeout in seconds; None: for ever). False on timeout; raises gpuos.Error if it "
+          "failed or the device faulted.")
+      .def(
+          "drain",
+          [](PyRuntime& r, std::optional<double> timeout) {
+            const auto t = timeout_of(timeout);
+            return unlocked([&] { return r.rt().drain(t); });
+          },
+          "timeout"_a = nb::none(), "Waits for every task submitted so far; False on timeout.")
+      .def("stats", [](PyRuntime& r) { return stats_dict(r.rt().stats()); })
+      .def("device_info", [](PyRuntime& r) { return device_dict(r.rt().device_info()); })
+      .def("diagnose", [](PyRuntime& r) { return r.rt().diagnose(); },
+           "A plain-text report of the runtime's state, for hangs and bug reports.")
+      .def("suspend", [](PyRuntime& r) { unlocked([&] { r.rt().suspend(); }); })
+      .def("resume", [](PyRuntime& r) { unlocked([&] { r.rt().resume(); }); })
+      .def("shutdown", [](PyRuntime& r) { unlocked([&] { r.rt().shutdown(); }); },
+           "Stops accepting tasks, drains, stops the kernel; waits and stats keep working.")
+      .def(
+          "load_operator_file",
+          [](PyRuntime& r, const std::string& path) {
+            return generation_dict(unlocked([&] { return r.rt().load_operator_file(path); }));
+          },
+          "path"_a)
+      .def(
+          "load_operator_source",
+          [](PyRuntime& r, const std::string& name, const std::string& source) {
+            return generation_dict(unlocked([&] { return r.rt().load_operator_source(name, source); }));
+          },
+          "name"_a, "source"_a)
+      .def(
+          "remove_operator_source",
+          [](PyRuntime& r, const std::string& name) {
+            return generation_dict(unlocked([&] { return r.rt().remove_operator_source(name); }));
+          },
+          "name"_a)
+      .def("op_id", [](PyRuntime& r, const std::string& name) { return r.rt().op_id(name); }, "name"_a)
+      .def(
+          "alias_set",
+          [](PyRuntime& r, const std::string& alias, const std::string& target) {
+            return unlocked([&] { return r.rt().alias_set(alias, target); });
+          },
+          "alias"_a, "target"_a, "Points an alias at an operator; returns the switch's ticket.")
+      .def(
+          "alias_rollback",
+          [](PyRuntime& r, const std::string& alias) { return unlocked([&] { return r.rt().alias_rollback(alias); }); },
+          "alias"_a)
+      .def("rollback_generation",
+           [](PyRuntime& r) { return generation_dict(unlocked([&] { return r.rt().rollback_generation(); })); })
+      .def("generation", [](PyRuntime& r) { return generation_dict(r.rt().generation()); })
+      .def("list_ops",
+           [](PyRuntime& r) {
+             nb::list l;
+             for (const auto& o : r.rt().list_ops()) l.append(op_dict(o));
+             return l;
+           })
+      .def(
+          "alloc",
+          [](PyRuntime& r, std::size_t bytes, std::size_t align) {
+            return reinterpret_cast<std::uint64_t>(unlocked([&] { return r.rt().alloc(bytes, align); }));
+          },
+          "bytes"_a, "align"_a = 16, "Device memory from the runtime's heap; returns its address (an int).")
+      .def(
+          "free",
+          [](PyRuntime& r, nb::handle p) {
+            void* q = reinterpret_cast<void*>(device_address(p, "free"));
+            unlocked([&] { r.rt().free(q); });
+          },
+          "ptr"_a)
+      .def("heap_stats", [](PyRuntime& r) { return heap_dict(unlocked([&] { return r.rt().heap_stats(); })); })
+      .def(
+          "heap_check",
+          [](PyRuntime& r) {
+            std::string why;
+            const bool ok = unlocked([&] { return r.rt().heap_check(&why); });
+            if (!ok) raise_status(GPUOS_ERR_INTERNAL, "heap check failed: " + why);
+          },
+          "Runs the heap's invariant checker on the device; raises gpuos.Error on a violation.");
+}

@@ -1,0 +1,48 @@
+"""The package on a GPU, with CUDA arrays from PyTorch (skipped without a GPU or without torch)."""
+
+import pytest
+
+import gpuos
+
+torch = pytest.importorskip("torch")
+
+
+def test_builtins_on_torch_tensors(gpu):
+    n = 1 << 20
+    a = torch.rand(n, device="cuda")
+    b = torch.rand(n, device="cuda")
+    out = torch.empty(n, device="cuda")
+    torch.cuda.synchronize()  # before the resident kernel runs: nothing of torch's may be in flight
+    with gpuos.Runtime(sm_budget=16) as rt:
+        assert rt.wait(rt.submit(gpuos.ops.add(out, a, b)), timeout=10)
+        first = rt.submit(gpuos.ops.mul(out, out, b))
+        assert rt.wait(first, timeout=10)
+        s = rt.stats()
+        assert s["completed"] >= first + 1 and s["failed"] == 0
+    torch.testing.assert_close(out, (a + b) * b)
+
+
+def test_an_operator_loaded_from_source_and_errors(gpu):
+    src = """
+#include "gpuos/op.cuh"
+struct TwiceArgs { float* x; unsigned long long n; };
+__device__ void twice_tile(const TwiceArgs& a, const gpuos::TileCtx& c) {
+  for (unsigned long long i = c.first(4096) + threadIdx.x; i < c.last(4096, a.n); i += blockDim.x) a.x[i] *= 2.0f;
+}
+GPUOS_OPERATOR(twice, TwiceArgs, twice_tile)
+"""
+    import struct
+
+    x = torch.ones(10000, device="cuda")
+    torch.cuda.synchronize()
+    with gpuos.Runtime(sm_budget=16) as rt:
+        g = rt.load_operator_source("twice.cu", src)
+        assert g["number"] == 1
+        op = rt.op_id("twice")
+        t = gpuos.Task(op, tiles=3, args=struct.pack("<QQ", x.data_ptr(), x.numel()))
+        assert rt.wait(rt.submit(t), timeout=10)
+        with pytest.raises(gpuos.Error) as e:
+            rt.load_operator_source("broken.cu", src.replace("a.n)", "a.n"))
+        assert e.value.status == "GPUOS_ERR_INVALID_ARG"
+        assert rt.wait(rt.submit(t), timeout=10)  # the old version keeps serving
+    assert torch.all(x == 4.0)

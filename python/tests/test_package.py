@@ -1,0 +1,74 @@
+"""The package without a GPU: import, errors, argument validation, task encoding."""
+
+import struct
+
+import pytest
+
+import gpuos
+
+
+def test_import_and_build_info():
+    info = gpuos.build_info()
+    assert "CUDA" in info and "sm_" in info
+    assert gpuos.MAX_ARG_BYTES == 88
+    assert issubclass(gpuos.Error, RuntimeError)
+    assert gpuos.status_name(0) == "GPUOS_OK"
+    assert gpuos.status_name(5) == "GPUOS_ERR_NO_DEVICE"
+
+
+def test_creating_a_runtime_without_a_device_is_a_clear_error(no_gpu):
+    with pytest.raises(gpuos.Error) as e:
+        gpuos.Runtime()
+    assert e.value.status == "GPUOS_ERR_NO_DEVICE"
+    assert e.value.code == 5
+    assert "GPUOS_ERR_NO_DEVICE" in str(e.value)
+    with pytest.raises(gpuos.Error) as q:
+        gpuos.query_device(device=0)
+    assert q.value.status == "GPUOS_ERR_NO_DEVICE"
+
+
+def test_options_are_checked():
+    with pytest.raises(TypeError, match="unknown option 'sm_budgett'"):
+        gpuos.Runtime(sm_budgett=4)
+    with pytest.raises(TypeError, match="option queue_capacity takes an int >= 0, got 'many'"):
+        gpuos.Runtime(queue_capacity="many")
+    with pytest.raises(TypeError, match="option sm_budget"):
+        gpuos.Runtime(sm_budget=-1)
+    with pytest.raises(TypeError, match="option device takes an int"):
+        gpuos.query_device(device=1.5)
+
+
+def test_task_arguments_are_checked():
+    t = gpuos.Task(300, tiles=7, args=b"\x01\x02\x03")
+    assert (t.op, t.tiles, t.args) == (300, 7, b"\x01\x02\x03")
+    assert gpuos.Task(4).args == b""
+    with pytest.raises(ValueError, match="exceed GPUOS_MAX_ARG_BYTES"):
+        gpuos.Task(300, args=bytes(89))
+    gpuos.Task(300, args=bytes(88))
+    with pytest.raises(ValueError, match="tiles"):
+        gpuos.Task(300, tiles=0)
+
+
+def test_builtin_tasks_encode_their_argument_structs():
+    out, a, b = 0x7F0000001000, 0x7F0000002000, 0x7F0000003000
+    t = gpuos.ops.add(out, a, b, n=5000)
+    assert t.op == 3
+    assert t.tiles == 2  # 4096 elements a tile
+    assert t.args == struct.pack("<QQQQ", out, a, b, 5000)
+    assert gpuos.ops.mul(out, a, b, n=1).op == 4
+    f = gpuos.ops.fill(out, 2.5, n=10)
+    assert (f.op, f.args) == (1, struct.pack("<QQfI", out, 10, 2.5, 0))
+    y = gpuos.ops.axpy(out, -1.0, a, n=4096)
+    assert (y.op, y.tiles, y.args) == (5, 1, struct.pack("<QQQfI", out, a, 4096, -1.0, 0))
+    assert gpuos.ops.copy(out, a, n=3).args == struct.pack("<QQQ", out, a, 3)
+    assert gpuos.ops.sum(out, a, n=3).op == 6
+    assert gpuos.ops.nop().op == 0 and gpuos.ops.nop().args == b""
+
+
+def test_builtin_tasks_refuse_what_is_not_device_memory():
+    with pytest.raises(ValueError, match="n is required"):
+        gpuos.ops.add(1, 2, 3)
+    with pytest.raises(TypeError, match="CUDA array"):
+        gpuos.ops.add([1.0], 2, 3, n=1)
+    with pytest.raises(TypeError, match="CUDA array"):
+        gpuos.ops.fill(bytearray(16), 1.0, n=4)
