@@ -16,6 +16,9 @@ status name (e.g. 'GPUOS_ERR_NO_DEVICE') and `code` its number.
 from ._gpuos import (
     MAX_ARG_BYTES,
     Error,
+    Graph,
+    GraphExec,
+    Lane,
     Runtime,
     Task,
     build_info,
@@ -27,6 +30,9 @@ from ._gpuos import (
 __all__ = [
     "MAX_ARG_BYTES",
     "Error",
+    "Graph",
+    "GraphExec",
+    "Lane",
     "Runtime",
     "Task",
     "build_info",

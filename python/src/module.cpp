@@ -233,27 +233,57 @@ nb::dict heap_dict(const gpuos::HeapStats& h) {
 
 // ---- the runtime --------------------------------------------------------------------------------------------
 
-/// A gpuos::Runtime that close() (or leaving a `with` block) destroys; calls after that raise.
+/// A gpuos::Runtime that close() (or leaving a `with` block) releases; calls after that raise. Lanes and
+/// graph instances made from it hold it too: it is destroyed when the last of them goes.
 class PyRuntime {
  public:
   explicit PyRuntime(const gpuos::Options& o) {
     nb::gil_scoped_release unlocked;
-    rt_ = std::make_unique<gpuos::Runtime>(o);
+    rt_ = std::make_shared<gpuos::Runtime>(o);
   }
-  gpuos::Runtime& rt() {
+  gpuos::Runtime& rt() { return *shared(); }
+  const std::shared_ptr<gpuos::Runtime>& shared() {
     if (!rt_) raise_status(GPUOS_ERR_UNAVAILABLE, "the runtime is closed");
-    return *rt_;
+    return rt_;
   }
   void close() {
-    std::unique_ptr<gpuos::Runtime> r = std::move(rt_);
+    std::shared_ptr<gpuos::Runtime> r = std::move(rt_);
     nb::gil_scoped_release unlocked;
     r.reset();
   }
   bool closed() const { return !rt_; }
 
  private:
-  std::unique_ptr<gpuos::Runtime> rt_;
+  std::shared_ptr<gpuos::Runtime> rt_;
 };
+
+/// A lane of a runtime (gpuos::Lane), holding the runtime.
+struct PyLane {
+  explicit PyLane(PyRuntime& r) : rt(r.shared()), lane(std::make_unique<gpuos::Lane>(*rt)) {}
+  std::shared_ptr<gpuos::Runtime> rt;
+  std::unique_ptr<gpuos::Lane> lane;  // destroyed before rt
+};
+
+/// A graph instance (gpuos::GraphExec), holding the runtime; close() waits for its launches.
+struct PyGraphExec {
+  PyGraphExec(PyRuntime& r, const gpuos::Graph& g) : rt(r.shared()) {
+    nb::gil_scoped_release unlocked;
+    exec = std::make_unique<gpuos::GraphExec>(*rt, g);
+  }
+  gpuos::GraphExec& get() {
+    if (!exec) raise_status(GPUOS_ERR_INVALID_ARG, "the graph instance is closed");
+    return *exec;
+  }
+  void close() {
+    std::unique_ptr<gpuos::GraphExec> e = std::move(exec);
+    nb::gil_scoped_release unlocked;
+    e.reset();
+  }
+  std::shared_ptr<gpuos::Runtime> rt;
+  std::unique_ptr<gpuos::GraphExec> exec;  // destroyed before rt
+};
+
+gpuos::Lane* lane_of(const std::optional<PyLane*>& l) { return l && *l ? (*l)->lane.get() : nullptr; }
 
 template <class F>
 auto unlocked(F&& f) {
@@ -367,6 +397,15 @@ NB_MODULE(_gpuos, m) {
           "submit", [](PyRuntime& r, const gpuos::Task& t) { return unlocked([&] { return r.rt().submit(t); }); },
           "task"_a, "Submits a task; blocks while the queue is full. Returns its ticket.")
       .def(
+          "submit_after",
+          [](PyRuntime& r, const gpuos::Task& t, const std::vector<std::uint64_t>& after, std::optional<PyLane*> lane) {
+            gpuos::Lane* l = lane_of(lane);
+            return unlocked([&] { return r.rt().submit_after(t, after, l); });
+          },
+          "task"_a, "after"_a = std::vector<std::uint64_t>{}, "lane"_a = nb::none(),
+          "Submits a task that runs once every ticket in `after` (and the lane's previous task) has completed; "
+          "the wait is resolved on the GPU. A task after a failed one fails too, naming the cause.")
+      .def(
           "try_submit",
           [](PyRuntime& r, const gpuos::Task& t) { return unlocked([&] { return r.rt().try_submit(t); }); }, "task"_a,
           "Submits unless the queue is full; returns the ticket, or None (nothing submitted).")
@@ -460,4 +499,50 @@ NB_MODULE(_gpuos, m) {
             if (!ok) raise_status(GPUOS_ERR_INTERNAL, "heap check failed: " + why);
           },
           "Runs the heap's invariant checker on the device; raises gpuos.Error on a violation.");
+
+  nb::class_<PyLane>(m, "Lane",
+                     "A lane of a runtime: the tasks submitted to it (submit_after(..., lane=), GraphExec.launch(lane=)) "
+                     "run one after the other; lanes run concurrently.")
+      .def(nb::init<PyRuntime&>(), "runtime"_a);
+
+  nb::class_<gpuos::Graph>(m, "Graph",
+                           "A task graph being built: nodes (tasks) and edges (`to` runs after `from`). Instantiate "
+                           "it on a runtime (GraphExec) to launch it.")
+      .def(nb::init<>())
+      .def(
+          "add",
+          [](gpuos::Graph& g, const gpuos::Task& t, const std::vector<std::uint32_t>& after) {
+            const std::uint32_t id = g.add(t);
+            for (std::uint32_t a : after) g.edge(a, id);
+            return id;
+          },
+          "task"_a, "after"_a = std::vector<std::uint32_t>{}, "Adds a node that runs after the nodes in `after`; returns its id.")
+      .def("edge", &gpuos::Graph::edge, "from_"_a, "to"_a, "Node `to` runs after node `from_`.");
+
+  nb::class_<PyGraphExec>(m, "GraphExec",
+                          "An instance of a graph on a runtime: launch it many times (each launch is one ticket), "
+                          "change node arguments in between. close() (or leaving a `with` block) waits for its "
+                          "launches.")
+      .def(nb::init<PyRuntime&, const gpuos::Graph&>(), "runtime"_a, "graph"_a,
+           "Checks the graph (operators, argument sizes, no cycle) and uploads an instance into the device heap.")
+      .def(
+          "set_args",
+          [](PyGraphExec& e, std::uint32_t node, nb::bytes args) {
+            gpuos::GraphExec& x = e.get();
+            gpuos::detail::check(gpuos_graph_exec_set_args(e.rt->handle(), x.handle(), node, args.c_str(), args.size()));
+          },
+          "node"_a, "args"_a, "The node's argument struct (bytes of the node's size) for the launches after this call.")
+      .def(
+          "launch",
+          [](PyGraphExec& e, const std::vector<std::uint64_t>& after, std::optional<PyLane*> lane) {
+            gpuos::GraphExec& x = e.get();
+            gpuos::Lane* l = lane_of(lane);
+            return unlocked([&] { return x.launch(after, l); });
+          },
+          "after"_a = std::vector<std::uint64_t>{}, "lane"_a = nb::none(),
+          "Launches the graph after the tickets in `after` (and the lane's previous task); returns the launch's "
+          "ticket, waited for like a task's.")
+      .def("close", &PyGraphExec::close)
+      .def("__enter__", [](nb::handle self) { return self; })
+      .def("__exit__", [](PyGraphExec& e, nb::args) { e.close(); });
 }

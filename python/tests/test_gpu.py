@@ -46,3 +46,31 @@ GPUOS_OPERATOR(twice, TwiceArgs, twice_tile)
         assert e.value.status == "GPUOS_ERR_INVALID_ARG"
         assert rt.wait(rt.submit(t), timeout=10)  # the old version keeps serving
     assert torch.all(x == 4.0)
+
+
+def test_dependencies_lanes_and_graphs(gpu):
+    n = 4096
+    x = torch.zeros(n, device="cuda")
+    ones = torch.ones(n, device="cuda")
+    torch.cuda.synchronize()
+    with gpuos.Runtime(sm_budget=16) as rt:
+        # A chain of 100 dependent increments, resolved on the GPU.
+        t = rt.submit(gpuos.ops.axpy(x, 1.0, ones))
+        for _ in range(99):
+            t = rt.submit_after(gpuos.ops.axpy(x, 1.0, ones), after=[t])
+        lane = gpuos.Lane(rt)
+        for _ in range(50):
+            rt.submit_after(gpuos.ops.axpy(x, 1.0, ones), lane=lane)
+        # A graph: fill y with v, then x += y; 10 launches with v = 1..10.
+        y = torch.empty(n, device="cuda")
+        torch.cuda.synchronize()
+        g = gpuos.Graph()
+        f = g.add(gpuos.ops.fill(y, 0.0))
+        g.add(gpuos.ops.axpy(x, 1.0, y), after=[f])
+        with gpuos.GraphExec(rt, g) as ge:
+            for v in range(1, 11):
+                ge.set_args(f, gpuos.ops.fill(y, float(v)).args)
+                last = ge.launch(after=[t])
+            assert rt.wait(last, timeout=10)
+        assert rt.drain(timeout=10)
+    assert torch.all(x == 150.0 + 55.0)

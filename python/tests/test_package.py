@@ -72,3 +72,19 @@ def test_builtin_tasks_refuse_what_is_not_device_memory():
         gpuos.ops.add([1.0], 2, 3, n=1)
     with pytest.raises(TypeError, match="CUDA array"):
         gpuos.ops.fill(bytearray(16), 1.0, n=4)
+
+
+def test_graph_building_is_checked():
+    g = gpuos.Graph()
+    a = g.add(gpuos.ops.nop())
+    b = g.add(gpuos.ops.nop(), after=[a])
+    c = g.add(gpuos.ops.nop(), after=[a, b])
+    assert (a, b, c) == (0, 1, 2)
+    g.edge(b, c)
+    with pytest.raises(gpuos.Error) as e:
+        g.edge(0, 7)
+    assert e.value.status == "GPUOS_ERR_INVALID_ARG" and "7" in str(e.value)
+    with pytest.raises(gpuos.Error):
+        g.edge(1, 1)
+    with pytest.raises(gpuos.Error):
+        g.add(gpuos.ops.nop(), after=[9])
