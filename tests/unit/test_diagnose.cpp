@@ -31,7 +31,8 @@ Snapshot stuck() {
   s.have_device = true;
   s.device.head = 10;
   s.device.claim = 11;
-  s.device.board[5] = 8;  // ticket 7 + 1
+  s.device.completed = 9;
+  s.device.board[5] = 0x7f0000001001;  // a ready batch (| 1)
   s.dq.resize(64);
   s.dq[7].ticket = 7;
   s.dq[7].pending = 2;
@@ -46,7 +47,8 @@ TEST_CASE("diagnose: a stuck task is named with its entry, and the tickets witho
   CHECK(contains(r, "host: state=running run_id=3 launches=3 issued=10 retired=7 capacity=64"));
   CHECK(contains(r, "heartbeat=164 (moving)"));
   CHECK(contains(r, "oldest pending ticket 7"));
-  CHECK(contains(r, "board: [5]=7"));
+  CHECK(contains(r, "board (record, or batch|1): [5]=0x7f0000001001"));
+  CHECK(contains(r, "completed=9"));
   CHECK(contains(r, "device queue entry of ticket 7: ticket=7"));
   CHECK(contains(r, "pending=2 op=3 tiles=4"));
   CHECK(contains(r, "missing ticket 7"));
