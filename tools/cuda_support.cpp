@@ -1,6 +1,8 @@
 #include "tools/cuda_support.hpp"
 
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "host/cu_check.hpp"
 #include "host/driver.hpp"
@@ -122,7 +124,7 @@ KernelGraph::~KernelGraph() {
   if (graph_) drv().cuGraphDestroy(graph_);
 }
 
-void KernelGraph::add(const KernelLaunch& k) {
+std::size_t KernelGraph::add(const KernelLaunch& k, std::span<const std::size_t> after) {
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = k.fn;
   p.gridDimX = k.grid;
@@ -131,8 +133,16 @@ void KernelGraph::add(const KernelLaunch& k) {
   p.blockDimY = p.blockDimZ = 1;
   p.sharedMemBytes = k.smem;
   p.kernelParams = k.params;
+  std::vector<CUgraphNode> deps;
+  deps.reserve(after.size());
+  for (std::size_t i : after) {
+    if (i >= nodes_.size()) throw std::out_of_range("KernelGraph::add: no node " + std::to_string(i));
+    deps.push_back(nodes_[i]);
+  }
   CUgraphNode node = nullptr;
-  GPUOS_CU_TRY(drv().cuGraphAddKernelNode(&node, graph_, nullptr, 0, &p));
+  GPUOS_CU_TRY(drv().cuGraphAddKernelNode(&node, graph_, deps.data(), deps.size(), &p));
+  nodes_.push_back(node);
+  return nodes_.size() - 1;
 }
 
 void KernelGraph::instantiate() { GPUOS_CU_TRY(drv().cuGraphInstantiateWithFlags(&exec_, graph_, 0)); }

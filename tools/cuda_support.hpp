@@ -12,6 +12,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 namespace gpuos::support {
@@ -128,21 +129,23 @@ struct KernelLaunch {
   void launch(CUstream s) const;
 };
 
-/// A CUDA graph of independent kernel nodes: add() them, instantiate() once, launch() replays it.
+/// A CUDA graph of kernel nodes: add() them, instantiate() once, launch() replays it.
 class KernelGraph {
  public:
   KernelGraph();
   ~KernelGraph();
   KernelGraph(const KernelGraph&) = delete;
   KernelGraph& operator=(const KernelGraph&) = delete;
-  /// A node with no dependencies; its arguments are copied.
-  void add(const KernelLaunch& k);
+  /// A node that runs after the nodes `after` (indices that earlier add() calls returned); its arguments
+  /// are copied. Returns its index.
+  std::size_t add(const KernelLaunch& k, std::span<const std::size_t> after = {});
   void instantiate();
   void launch(CUstream s) const;
 
  private:
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
+  std::vector<CUgraphNode> nodes_;
 };
 
 /// A context of its own (not the primary one) on a device, current on the constructing thread until
