@@ -1109,6 +1109,12 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       }
       __syncthreads();
       ready = pr.taken;
+      if (ready == 0) {
+        // The poll's one ready slot was a dependency slot, whose task is the next slot: the next poll
+        // must see two, or a window of one would find the same slot for ever.
+        window = 2;
+        continue;
+      }
     } else {
       // Copy the ready slots into the device queue, arm each entry, then publish them all.
 #pragma unroll
