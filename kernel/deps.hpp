@@ -98,9 +98,13 @@ GPUOS_HD inline uint32_t close_waiters(TaskRecord& rd, uint64_t d, uint64_t caus
 }
 
 /// The closed word of a ticket nobody can have registered on yet (a task the front end ran alone).
+/// Relaxed stores: a registration on d happens only in a poll the front end hands on after this one,
+/// with a release fence before the hand-off (special_job's post), which publishes these stores with it.
+/// (A release store here would be a fence behind the completion record's write to host memory, on the
+/// round trip of every lone task.)
 GPUOS_HD inline void close_unwatched(TaskRecord& rd, uint64_t d, uint64_t cause) {
   if (cause) ref<uint64_t>(rd.cause).store(cause, cuda::memory_order_relaxed);
-  ref<uint64_t>(rd.waiters).store(wait_word(d, kWaitDone | (cause ? kWaitFailed : 0)), cuda::memory_order_release);
+  ref<uint64_t>(rd.waiters).store(wait_word(d, kWaitDone | (cause ? kWaitFailed : 0)), cuda::memory_order_relaxed);
 }
 
 /// Calls f(record index of the waiting task, its link slot) for every link of a closed list, from its head.

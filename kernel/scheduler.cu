@@ -63,6 +63,12 @@ __device__ __forceinline__ void store_sys_v4(void* p, uint4 v) {
 __device__ __forceinline__ void store_sys_u64(void* p, unsigned long long v) {
   asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+/// Two adjacent 8-byte words (16-byte aligned) in one relaxed device-scope read: one L2 request.
+__device__ __forceinline__ ulonglong2 load_relaxed_v2(const void* p) {
+  ulonglong2 v;
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0,%1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
+  return v;
+}
 
 // ---- per-block shared state ----------------------------------------------------------------------
 enum Action : uint32_t { kIdle, kRunOwn, kHelp, kRunNext, kRunChain, kSpecial, kExit };
@@ -104,6 +110,9 @@ struct BlockShared {
   // they go (publish_ready).
   uint32_t nready;
   uint64_t ready_items, ready_batch;
+  // The scheduler's settings in DeviceState, copied at launch (the host writes them before it): read
+  // from global memory they cost an L2 round trip per task (every acquire fence drops the L1 copy).
+  uint32_t max_batch, claim_spread, claim_ahead_off;
 };
 
 /// What a block's graph work keeps in shared memory, in the tiles' dynamic shared memory (free while a
@@ -564,9 +573,9 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
   bool inserted = false;
   uint32_t slot = board_slot_hint;
   uint32_t batch = 1;
-  const uint32_t max_batch = s.max_batch ? s.max_batch : kMaxBatch;
-  const uint32_t spread = (s.claim_spread ? s.claim_spread : kClaimSpread) * gridDim.x;
-  const bool ahead_on = s.claim_ahead_off == 0;
+  const uint32_t max_batch = sh.max_batch ? sh.max_batch : kMaxBatch;
+  const uint32_t spread = (sh.claim_spread ? sh.claim_spread : kClaimSpread) * gridDim.x;
+  const bool ahead_on = sh.claim_ahead_off == 0;
   uint32_t done = 0;  // tiles this block ran and has not reported in `pending`
   // Every thread's: the task's operator, validated once, and the tiles it runs as.
   const OpEntry* op = nullptr;
@@ -1201,6 +1210,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
   uint64_t mine = 0;
   bool have = false;
+  uint64_t tried_post = 0;  // the last special post this block tried to take (once per post)
   uint32_t backoff = 0;
   uint32_t streak = 0;
   if (threadIdx.x == 0) sh.next = sh.chain = 0;
@@ -1231,12 +1241,18 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
           // device scope invalidates the whole L1 of the SM (CCTL.IVALL in the SASS), and idle workers
           // poll every microsecond, on every SM, the front end's included. (It keeps the SMs' L1 valid;
           // the lone task's path takes the same time with acquire polls on an H100.)
-          const uint64_t h = dev_ref<uint64_t>(s.head).load(cuda::memory_order_relaxed);
-          // A poll the front end waits on (special_job): first come, first served.
-          const uint64_t post = dev_ref<uint64_t>(s.special_post).load(cuda::memory_order_relaxed);
-          const uint64_t done = dev_ref<uint64_t>(s.special_done).load(cuda::memory_order_relaxed);
+          // `head` and `special_post` in one read (one L2 request per idle poll, as `head` alone was).
+          static_assert(offsetof(DeviceState, special_post) == offsetof(DeviceState, head) + 8 &&
+                        offsetof(DeviceState, head) % 16 == 0);
+          const ulonglong2 hp = load_relaxed_v2(&s.head);
+          const uint64_t h = hp.x, post = hp.y;
+          // A poll the front end waits on (special_job): first come, first served. Each block tries a
+          // post once (the front end posts the next only after this one is done, so the post a block
+          // missed is another's).
           uint64_t expect = post - 1;
-          if (post > (done >> 8) &&
+          const bool fresh = post != tried_post;
+          tried_post = post;
+          if (fresh &&
               dev_ref<uint64_t>(s.special_taken).compare_exchange_strong(expect, post, cuda::memory_order_acq_rel)) {
             action = kSpecial;
             target = post;
@@ -1351,6 +1367,11 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
     __threadfence();
   }
   cache_op_table(sh);
+  if (threadIdx.x == 0) {
+    sh.max_batch = s.max_batch;
+    sh.claim_spread = s.claim_spread;
+    sh.claim_ahead_off = s.claim_ahead_off;
+  }
   cooperative_groups::this_grid().sync();
   if (blockIdx.x == 0) {
     if (threadIdx.x == 0) {

@@ -52,6 +52,8 @@ def test_dependencies_lanes_and_graphs(gpu):
     n = 4096
     x = torch.zeros(n, device="cuda")
     ones = torch.ones(n, device="cuda")
+    y = torch.empty(n, device="cuda")
+    # Before the runtime boots: a device synchronize waits for every kernel, the resident one included.
     torch.cuda.synchronize()
     with gpuos.Runtime(sm_budget=16) as rt:
         # A chain of 100 dependent increments, resolved on the GPU.
@@ -62,8 +64,6 @@ def test_dependencies_lanes_and_graphs(gpu):
         for _ in range(50):
             rt.submit_after(gpuos.ops.axpy(x, 1.0, ones), lane=lane)
         # A graph: fill y with v, then x += y; 10 launches with v = 1..10.
-        y = torch.empty(n, device="cuda")
-        torch.cuda.synchronize()
         g = gpuos.Graph()
         f = g.add(gpuos.ops.fill(y, 0.0))
         g.add(gpuos.ops.axpy(x, 1.0, y), after=[f])
