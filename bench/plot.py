@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Plots the benchmark results: bench/plot.py [RESULTS_DIR] [--out DIR].
 
-Reads bench_dispatch.json, bench_throughput.json, bench_large.json and bench_alloc.json from RESULTS_DIR
+Reads bench_dispatch.json, bench_throughput.json, bench_graph.json, bench_large.json and bench_alloc.json
+from RESULTS_DIR
 (default: the current directory; a missing file is skipped) and writes bench_<name>.png for each to --out
 (default: docs/ of the repository). Needs matplotlib.
 """
@@ -184,6 +185,39 @@ def plot_alloc(r, out):
     finish(fig, "Device heap vs CUDA device malloc: " + subtitle(r), out)
 
 
+def plot_graph(r, out):
+    """Chains: us per step against N for every method; the fan and the DAG: us per launch, gpuos vs CUDA graph."""
+    ms = r["methods"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    names = sorted({m["name"] for m in ms if m["shape"] == "chain"}, key=lambda n: (n.startswith("gpuos"), n))
+    for i, name in enumerate(names):
+        pts = sorted((m["nodes"], m["median_us_per_node"]) for m in ms if m["shape"] == "chain" and m["name"] == name)
+        a1.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name, color=color_of(name, i),
+                linestyle={"gpuos submit + wait": "--", "gpuos submit_after": "-."}.get(name, "-"))
+    a1.axhline(0.5, color="k", linestyle=":", linewidth=1, label="target 0.5 us")
+    style(a1, "dependent steps N", "us per step (median launch / N)", xlog=2, ylog=True)
+    shapes = [s for s in ("fan", "dag") if any(m["shape"] == s for m in ms)]
+    labels, bars, colors = [], [], []
+    for s in shapes:
+        for i, name in enumerate(("CUDA graph", "gpuos graph")):
+            m = next((m for m in ms if m["shape"] == s and m["name"] == name), None)
+            if m:
+                labels.append(f"{s} ({m['nodes']})\n{name}")
+                bars.append(m["median_us_per_launch"])
+                colors.append(color_of(name, i))
+    a2.bar(range(len(bars)), bars, color=colors)
+    a2.set_xticks(range(len(bars)))
+    a2.set_xticklabels(labels, fontsize=7)
+    a2.set_yscale("log")
+    a2.set_ylabel("us per launch (median)")
+    a2.grid(True, axis="y", which="both", alpha=0.3)
+    rt = r.get("round_trip_us", {})
+    if rt:
+        a2.set_title(f"round trip: 1-node graph {rt['graph_1_node_p50']:.1f} us, nop task {rt['nop_task_p50']:.2f} us",
+                     fontsize=8)
+    finish(fig, "Dependent work: chains, fan 1-128-1, random DAG\n" + subtitle(r), out)
+
+
 def main():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description="Plots the gpuos benchmark JSON results.")
@@ -191,8 +225,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(repo, "docs"), help="where the PNG files go")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    plots = [("bench_dispatch", plot_dispatch), ("bench_throughput", plot_throughput), ("bench_large", plot_large),
-             ("bench_alloc", plot_alloc)]
+    plots = [("bench_dispatch", plot_dispatch), ("bench_throughput", plot_throughput), ("bench_graph", plot_graph),
+             ("bench_large", plot_large), ("bench_alloc", plot_alloc)]
     done = 0
     for name, fn in plots:
         r = load(os.path.join(a.results, name + ".json"))
