@@ -131,17 +131,21 @@ std::uint64_t Submitter::enqueue_after(const abi::Payload& p, const std::vector<
   if (lane) lane_lock = std::unique_lock<std::mutex>(lane->mu);
   std::vector<Dep> all = deps;
   if (lane && lane->last) all.push_back(Dep{*lane->last, true});
-  // A retired dependency needs no link; its failure (unless it only orders) is the task's cause.
+  // A completed dependency needs no link (retired, or its completion record seen: the task is published
+  // after that, so the device runs it after the dependency's writes, as for any task submitted after a
+  // wait); its failure (unless it only orders) is the task's cause. A graph launch after a waited-for
+  // launch, or a lane's task after a finished one, then goes out as a plain task: no dependency slot.
   std::uint64_t cause = 0;
   auto sift = [&](const std::vector<Dep>& in) {
     std::vector<Dep> live;
     const std::uint64_t retired = q_.retired();
     for (const Dep& d : in) {
-      if (d.ticket >= retired) {
+      SubmitQueue::Result r;
+      const bool done = d.ticket < retired ? true : q_.poll(d.ticket, r);
+      if (!done) {
         live.push_back(d);
       } else if (!d.order_only && cause == 0) {
-        SubmitQueue::Result r;
-        q_.poll(d.ticket, r);
+        if (d.ticket < retired) q_.poll(d.ticket, r);  // a retired ticket's remembered failure, if any
         if (r.status != abi::kTaskOk) cause = root_cause(d.ticket, r.status, r.detail);
       }
     }
