@@ -138,16 +138,12 @@ std::uint64_t Submitter::enqueue_after(const abi::Payload& p, const std::vector<
   std::uint64_t cause = 0;
   auto sift = [&](const std::vector<Dep>& in) {
     std::vector<Dep> live;
-    const std::uint64_t retired = q_.retired();
     for (const Dep& d : in) {
-      SubmitQueue::Result r;
-      const bool done = d.ticket < retired ? true : q_.poll(d.ticket, r);
-      if (!done) {
+      SubmitQueue::Result r;  // a retired ticket's is its remembered failure, if any
+      if (!q_.poll(d.ticket, r))
         live.push_back(d);
-      } else if (!d.order_only && cause == 0) {
-        if (d.ticket < retired) q_.poll(d.ticket, r);  // a retired ticket's remembered failure, if any
-        if (r.status != abi::kTaskOk) cause = root_cause(d.ticket, r.status, r.detail);
-      }
+      else if (!d.order_only && cause == 0 && r.status != abi::kTaskOk)
+        cause = root_cause(d.ticket, r.status, r.detail);
     }
     return live;
   };

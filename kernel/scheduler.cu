@@ -1241,7 +1241,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
           // device scope invalidates the whole L1 of the SM (CCTL.IVALL in the SASS), and idle workers
           // poll every microsecond, on every SM, the front end's included. (It keeps the SMs' L1 valid;
           // the lone task's path takes the same time with acquire polls on an H100.)
-          // `head` and `special_post` in one read (one L2 request per idle poll, as `head` alone was).
+          // `head` and `special_post` in one read: one L2 request per idle poll.
           static_assert(offsetof(DeviceState, special_post) == offsetof(DeviceState, head) + 8 &&
                         offsetof(DeviceState, head) % 16 == 0);
           const ulonglong2 hp = load_relaxed_v2(&s.head);

@@ -309,7 +309,7 @@ struct alignas(128) DeviceState {
   uint64_t head;  ///< tickets [0, head) are in the device queue (front end writes)
   /// A poll with dependency slots, left by the front end to a worker (special_job, kernel/scheduler.cu)
   /// while it waits: the number of such posts so far (the front end writes it last, with release). Beside
-  /// `head`, which idle workers read anyway.
+  /// `head`: idle workers read both in one 16-byte load.
   uint64_t special_post;
   /// (the last post a worker finished << 8) | the slots it copied.
   uint64_t special_done;
