@@ -70,6 +70,23 @@ __device__ __forceinline__ ulonglong2 load_relaxed_v2(const void* p) {
   return v;
 }
 
+/// Starts a 16-byte copy from global memory (read at L2, not L1) into shared memory; wait_async waits
+/// for the thread's copies. The copy runs while the thread goes on (an operator's tile): no register
+/// holds it.
+__device__ __forceinline__ void copy_async16(void* smem_dst, const void* src) {
+#if __CUDA_ARCH__ >= 800
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+#else
+  *static_cast<uint4*>(smem_dst) = *static_cast<const uint4*>(src);
+#endif
+}
+__device__ __forceinline__ void wait_async() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 // ---- per-block shared state ----------------------------------------------------------------------
 enum Action : uint32_t { kIdle, kRunOwn, kHelp, kRunNext, kRunChain, kSpecial, kExit };
 
@@ -157,12 +174,18 @@ __device__ __forceinline__ uint32_t slot_tiles(uint32_t tiles) {
 /// reads with copies through the same L2; an operator that writes over the bus (mapped host memory, a
 /// peer) asks for system scope (GPUOS_OP_HOST_WRITES); one that writes nothing (GPUOS_OP_NO_WRITES), or
 /// a task that did not run, has nothing to release.
-__device__ __forceinline__ void release_writes(const OpEntry* e) {
-  const uint32_t flags = e ? e->flags : GPUOS_OP_NO_WRITES;
+__device__ __forceinline__ void release_flags(uint32_t flags) {
   if (flags & GPUOS_OP_HOST_WRITES)
     asm volatile("fence.acq_rel.sys;" ::: "memory");
   else if (!(flags & GPUOS_OP_NO_WRITES))
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+/// The flags release_flags reads of an operator (one that did not run writes nothing).
+__device__ __forceinline__ uint32_t write_flags(const OpEntry* e) { return e ? e->flags : GPUOS_OP_NO_WRITES; }
+__device__ __forceinline__ void release_writes(const OpEntry* e) { release_flags(write_flags(e)); }
+/// The writes of two operators as one (release_flags): over the bus if either's are, none if neither writes.
+__device__ __forceinline__ uint32_t merge_writes(uint32_t a, uint32_t b) {
+  return ((a | b) & GPUOS_OP_HOST_WRITES) | (a & b & GPUOS_OP_NO_WRITES);
 }
 
 /// Writes ticket's completion record (one 16-byte posted write to mapped host memory) and counts the
@@ -537,7 +560,8 @@ __device__ __forceinline__ uint32_t claim_batch(uint32_t share, uint32_t max_bat
 /// Runs the record `e`: takes tiles of its task until none is left, and completes it if this block
 /// finishes the last. `owned`: the block was handed `e` ready and unarmed (its continuation): nobody
 /// else can take a tile of it until this block arms the claim word, which it does only for a task of
-/// more than one tile, so a single tile runs with no atomic at all. Otherwise tiles are claimed;
+/// more than one tile, so a single tile runs with no atomic at all (`meta_loaded`: its payload and line 1
+/// are in sh already). Otherwise tiles are claimed;
 /// `board_slot_hint` is where the task is on the board (helpers), `may_insert` says whether this block
 /// puts it there (whoever got the record rather than a board value). All threads call it.
 ///
@@ -567,7 +591,8 @@ __device__ __forceinline__ uint32_t claim_batch(uint32_t share, uint32_t max_bat
 /// gives 0.90 at 64M and 0.93 at 256M, smaller batches with a call each 0.79 (rem / (4 x grid)), claims
 /// inside one call, issued ahead, 0.94-0.96 at 64M and 0.99 at 256M.
 __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& e,
-                           uint32_t board_slot_hint, bool may_insert, uint64_t board_value, bool owned) {
+                           uint32_t board_slot_hint, bool may_insert, uint64_t board_value, bool owned,
+                           bool meta_loaded = false) {
   DeviceState& s = *p.state;
   // Thread 0's bookkeeping (registers).
   bool inserted = false;
@@ -583,8 +608,10 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
   uint32_t tiles = 0;
   bool loaded = false;
   if (owned) {
-    load_meta(sh, e);
-    __syncthreads();
+    if (!meta_loaded) {
+      load_meta(sh, e);
+      __syncthreads();
+    }
     loaded = true;
     tiles = run_tiles(sh);
     if (threadIdx.x == 0) {
@@ -698,6 +725,121 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
   __syncthreads();
   if (sh.last) finish(p, sh, smem, e, sh.ctx, op, st);
   __syncthreads();
+}
+
+/// A worker block's shared memory for its continuations (run_continuations).
+struct ContinuationScratch {
+  /// The next node's record as prefetched (payload and line 1: bytes kPrefetchFrom on; the ticket is
+  /// written here by the block).
+  TaskRecord next;
+  ulonglong2 head_post;  // DeviceState head and special_post, read with the prefetch
+  uint64_t handed;       // the record node_done handed the block, for every thread
+};
+inline constexpr uint32_t kPrefetchFrom = offsetof(TaskRecord, payload);
+inline constexpr uint32_t kPrefetchCopies = (sizeof(TaskRecord) - kPrefetchFrom) / 16;
+static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
+
+/// All threads of a worker block: runs record `r`, ready and unarmed, that a completion of this block
+/// handed it (its continuation), then the continuations that hands on, while the block has nothing else
+/// to do: until none is left, the block's own ticket is published (`have`, `mine`: `head`, read with
+/// each step's prefetch, has passed it) or its chain has waited kMaxStreak continuations (`streak`
+/// counts them; it is set to kMaxStreak when the block stops for either, so that the worker offers the
+/// continuation left over to the board and turns to its own work).
+///
+/// A graph node of one tile whose only successor has no other predecessor (a chain's link) runs here
+/// without the scheduler's general path, which costs a chain step ~8,000 cycles on an H100 (the worker
+/// loop's decision, the record's load, claim bookkeeping, a device-scope fence, the successor's
+/// hand-off):
+/// - While the node's tile runs, the successor's payload and line 1 are copied into shared memory
+///   (cp.async: no register holds them across the operator's call), with `head` for the decision.
+/// - The successor runs next in the same block, so the node's writes need no fence to reach it: the
+///   barrier after the tile orders them for the whole block. The block keeps the strongest release its
+///   nodes since the last fence need (merge_writes) and pays it once, before anything leaves the block
+///   (an arrival, a hand-off to the board, a completion record). Nothing else may run the successor: it
+///   becomes ready only through this node.
+/// - The successor's arrival count is not touched (an in-degree of 1 never reads it) and its claim word
+///   is never armed, as for any continuation of one tile.
+/// Anything else (a node of many tiles, a graph launch, a host ticket, a node that fails or is skipped)
+/// goes through work_entry; a node with other successors through node_done, after the release.
+__device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* smem, ContinuationScratch& cs,
+                                  TaskRecord* r, uint64_t mine, bool have, uint32_t& streak) {
+  DeviceState& s = *p.state;
+  bool prefetched = false;                 // cs.next holds r's payload and line 1
+  uint32_t unreleased = GPUOS_OP_NO_WRITES;  // thread 0's: what the nodes run since the last fence wrote
+  for (;;) {
+    load_meta(sh, prefetched ? cs.next : *r);
+    if (threadIdx.x == 0 && !prefetched) r->scratch = 0.0;  // a prefetched node's was zeroed by its predecessor
+    __syncthreads();
+    const bool lean = sh.exec != 0 && sh.cause == 0 && slot_tiles(sh.payload.tiles) == 1;
+    if (!lean) {
+      if (threadIdx.x == 0) release_flags(unreleased);  // before work_entry hands anything on
+      work_entry(p, sh, smem, *r, kBoardSize, true, 0, true, true);
+      return;
+    }
+    const uint64_t ticket = sh.ticket;
+    const uint32_t w = sh.succ_begin;
+    TaskRecord& nx = (r - sh.node)[w & kSuccNodeMask];
+    const bool solo = sh.succ_count == 1 && (w >> kSuccNodeBits) == 1;
+    const unsigned tid = threadIdx.x;
+    // cs.next was read by load_meta before the barrier: free for the successor.
+    if (solo && tid < kPrefetchCopies)
+      copy_async16(reinterpret_cast<char*>(&cs.next) + kPrefetchFrom + 16 * tid,
+                   reinterpret_cast<const char*>(&nx) + kPrefetchFrom + 16 * tid);
+    else if (tid == kPrefetchCopies)
+      copy_async16(&cs.head_post, &s.head);
+    if (solo && tid == 0) {
+      cs.next.ticket = ticket;
+      nx.ticket = ticket;
+      nx.scratch = 0.0;  // before the barrier below, which the successor's tile follows
+    }
+    uint32_t st;
+    const OpEntry* op = validate(sh, st);
+    const TileCtx ctx{0u, sh.payload.tiles, ticket, smem, &r->scratch};
+    if (op) op->tile(sh.payload.args, ctx, 1u);
+    wait_async();
+    __syncthreads();  // the tile's writes, the prefetch
+    if (op && op->finish) {
+      op->finish(sh.payload.args, ctx);
+      __syncthreads();
+    }
+    if (tid == 0) {
+      const volatile TaskRecord& q = cs.next;
+      const uint64_t head = *reinterpret_cast<const volatile uint64_t*>(&cs.head_post.x);
+      const bool yield = (have && mine < head) || (sh.chain != 0 && streak >= kMaxStreak);
+      unreleased = merge_writes(unreleased, write_flags(op));
+      const bool next = solo && st == kTaskOk && !yield && q.cause == 0 && slot_tiles(q.payload.tiles) == 1;
+      if (next) {
+        ++streak;
+      } else {
+        if (yield) streak = kMaxStreak;
+        release_flags(unreleased);
+        unreleased = GPUOS_OP_NO_WRITES;
+      }
+      sh.valid = next;
+      cs.handed = yield;  // read by thread 0 alone, after node_done
+    }
+    __syncthreads();
+    if (sh.valid) {
+      r = &nx;
+      prefetched = true;
+      continue;
+    }
+    node_done(p, sh, smem, *r, st);
+    __syncthreads();
+    // What node_done handed this block (a successor it completed, the first of several): on at once.
+    if (tid == 0) {
+      const bool on = sh.next != 0 && cs.handed == 0;  // not when the block yields (above)
+      cs.handed = on ? sh.next : 0ull;
+      if (on) {
+        sh.next = 0;
+        ++streak;
+      }
+    }
+    __syncthreads();
+    if (cs.handed == 0) return;
+    r = reinterpret_cast<TaskRecord*>(cs.handed);
+    prefetched = false;
+  }
 }
 
 // ---- front end ---------------------------------------------------------------------------------------
@@ -1213,6 +1355,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
   uint64_t tried_post = 0;  // the last special post this block tried to take (once per post)
   uint32_t backoff = 0;
   uint32_t streak = 0;
+  __shared__ ContinuationScratch cs;
   if (threadIdx.x == 0) sh.next = sh.chain = 0;
   for (;;) {
     if (threadIdx.x < 32) {
@@ -1326,7 +1469,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
       special_job(p, smem, target);
     } else if (action == kRunNext) {
       backoff = 0;
-      work_entry(p, sh, smem, r, kBoardSize, true, 0, true);
+      run_continuations(p, sh, smem, cs, &r, mine, have, streak);
     } else if (action == kRunOwn || action == kRunChain) {
       backoff = 0;
       work_entry(p, sh, smem, r, kBoardSize, true, 0, false);
