@@ -151,8 +151,7 @@ __device__ __forceinline__ void cache_op_table(BlockShared& sh) {
 }
 
 /// The operator of the payload in sh, or null when it cannot run; `st` says why (kTaskOk otherwise).
-__device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, uint32_t& st) {
-  const Payload& p = sh.payload;
+__device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, const Payload& p, uint32_t& st) {
   const OpEntry* e = p.op < GPUOS_MAX_OPS ? &sh.ops[p.op] : nullptr;
   st = kTaskOk;
   if (!e || !e->tile)
@@ -160,6 +159,9 @@ __device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, uint32
   else if (e->arg_bytes != p.arg_bytes || p.tiles == 0 || p.tiles > GPUOS_MAX_TILES)
     st = kTaskBadArgs;
   return st == kTaskOk ? e : nullptr;
+}
+__device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, uint32_t& st) {
+  return validate(sh, sh.payload, st);
 }
 
 /// A slot's tile count as the device queue uses it: 0 or more than GPUOS_MAX_TILES (rejected by the
@@ -727,13 +729,39 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
   __syncthreads();
 }
 
+/// Copies what a block reads of a record it runs (the words load_meta reads: payload, ticket, line 1)
+/// from `e` into `d`, a record in shared memory, in one round trip (threads 0-11 and 32-37).
+__device__ __forceinline__ void copy_record(TaskRecord& d, const TaskRecord& e) {
+  const volatile unsigned long long* w = reinterpret_cast<const volatile unsigned long long*>(&e);
+  unsigned long long* o = reinterpret_cast<unsigned long long*>(&d);
+  const unsigned tid = threadIdx.x;
+  uint32_t i = ~0u;
+  if (tid < 12)
+    i = offsetof(TaskRecord, payload) / 8 + tid;
+  else if (tid == 32)
+    i = offsetof(TaskRecord, ticket) / 8;
+  else if (tid == 33)
+    i = offsetof(TaskRecord, cause) / 8;
+  else if (tid == 34)
+    i = offsetof(TaskRecord, exec) / 8;
+  else if (tid == 35)
+    i = offsetof(TaskRecord, deps_left) / 8;
+  else if (tid == 36)
+    i = offsetof(TaskRecord, succ_begin) / 8;
+  else if (tid == 37)
+    i = offsetof(TaskRecord, weak) / 8;
+  if (i != ~0u) o[i] = w[i];
+}
+
 /// A worker block's shared memory for its continuations (run_continuations).
 struct ContinuationScratch {
-  /// The next node's record as prefetched (payload and line 1: bytes kPrefetchFrom on; the ticket is
-  /// written here by the block).
-  TaskRecord next;
-  ulonglong2 head_post;  // DeviceState head and special_post, read with the prefetch
-  uint64_t handed;       // the record node_done handed the block, for every thread
+  /// The records of the nodes run in turn: the one running and its successor's, prefetched (payload and
+  /// line 1: bytes kPrefetchFrom on; the ticket is written here by the block).
+  TaskRecord rec[2];
+  ulonglong2 head_post[2];  // DeviceState head and special_post, read with the prefetch into rec[k ^ 1]
+  uint64_t mine;            // the worker's ticket (thread 0's), for every thread
+  uint32_t have, streak0;
+  uint64_t handed;          // the record node_done handed the block, for every thread
 };
 inline constexpr uint32_t kPrefetchFrom = offsetof(TaskRecord, payload);
 inline constexpr uint32_t kPrefetchCopies = (sizeof(TaskRecord) - kPrefetchFrom) / 16;
@@ -749,9 +777,9 @@ static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
 /// A graph node of one tile whose only successor has no other predecessor (a chain's link) runs here
 /// without the scheduler's general path, which costs a chain step ~8,000 cycles on an H100 (the worker
 /// loop's decision, the record's load, claim bookkeeping, a device-scope fence, the successor's
-/// hand-off):
-/// - While the node's tile runs, the successor's payload and line 1 are copied into shared memory
-///   (cp.async: no register holds them across the operator's call), with `head` for the decision.
+/// hand-off). A step is the tile, one barrier and a decision every thread makes alike:
+/// - While the node's tile runs, the successor's payload and line 1 are copied into the other record
+///   of cs (cp.async: no register holds them across the operator's call), with `head`.
 /// - The successor runs next in the same block, so the node's writes need no fence to reach it: the
 ///   barrier after the tile orders them for the whole block. The block keeps the strongest release its
 ///   nodes since the last fence need (merge_writes) and pays it once, before anything leaves the block
@@ -764,81 +792,93 @@ static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
 __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* smem, ContinuationScratch& cs,
                                   TaskRecord* r, uint64_t mine, bool have, uint32_t& streak) {
   DeviceState& s = *p.state;
-  bool prefetched = false;                 // cs.next holds r's payload and line 1
+  const unsigned tid = threadIdx.x;
   uint32_t unreleased = GPUOS_OP_NO_WRITES;  // thread 0's: what the nodes run since the last fence wrote
+  uint32_t run = 0;                          // continuations run here after the first
+  uint32_t b = 0;                            // cs.rec[b]: the record being run
+  bool fetched = false;                      // cs.rec[b] holds r's words already (prefetched)
+  if (tid == 0) {
+    cs.mine = mine;
+    cs.have = have;
+    cs.streak0 = streak;
+  }
   for (;;) {
-    load_meta(sh, prefetched ? cs.next : *r);
-    if (threadIdx.x == 0 && !prefetched) r->scratch = 0.0;  // a prefetched node's was zeroed by its predecessor
-    __syncthreads();
-    const bool lean = sh.exec != 0 && sh.cause == 0 && slot_tiles(sh.payload.tiles) == 1;
-    if (!lean) {
-      if (threadIdx.x == 0) release_flags(unreleased);  // before work_entry hands anything on
+    if (!fetched) {
+      // A record handed on through the general path, which may have just written it (volatile reads).
+      copy_record(cs.rec[b], *r);
+      if (tid == 0) r->scratch = 0.0;
+      __syncthreads();
+    }
+    const TaskRecord& m = cs.rec[b];
+    const uint32_t tiles = m.payload.tiles;
+    if (m.exec == 0 || m.cause != 0 || slot_tiles(tiles) != 1) {
+      load_meta(sh, m);
+      if (tid == 0) {
+        release_flags(unreleased);  // before work_entry hands anything on
+        streak = cs.streak0 + run;
+      }
+      __syncthreads();
       work_entry(p, sh, smem, *r, kBoardSize, true, 0, true, true);
       return;
     }
-    const uint64_t ticket = sh.ticket;
-    const uint32_t w = sh.succ_begin;
-    TaskRecord& nx = (r - sh.node)[w & kSuccNodeMask];
-    const bool solo = sh.succ_count == 1 && (w >> kSuccNodeBits) == 1;
-    const unsigned tid = threadIdx.x;
-    // cs.next was read by load_meta before the barrier: free for the successor.
+    const uint64_t ticket = m.ticket;
+    const uint32_t w = m.succ_begin;
+    TaskRecord& nx = (r - m.node)[w & kSuccNodeMask];
+    const bool solo = m.succ_count == 1 && (w >> kSuccNodeBits) == 1;
+    // cs.rec[b ^ 1] was last read before the barrier that ended the step before this one.
     if (solo && tid < kPrefetchCopies)
-      copy_async16(reinterpret_cast<char*>(&cs.next) + kPrefetchFrom + 16 * tid,
+      copy_async16(reinterpret_cast<char*>(&cs.rec[b ^ 1]) + kPrefetchFrom + 16 * tid,
                    reinterpret_cast<const char*>(&nx) + kPrefetchFrom + 16 * tid);
     else if (tid == kPrefetchCopies)
-      copy_async16(&cs.head_post, &s.head);
+      copy_async16(&cs.head_post[b], &s.head);
     if (solo && tid == 0) {
-      cs.next.ticket = ticket;
+      cs.rec[b ^ 1].ticket = ticket;
       nx.ticket = ticket;
       nx.scratch = 0.0;  // before the barrier below, which the successor's tile follows
     }
     uint32_t st;
-    const OpEntry* op = validate(sh, st);
-    const TileCtx ctx{0u, sh.payload.tiles, ticket, smem, &r->scratch};
-    if (op) op->tile(sh.payload.args, ctx, 1u);
+    const OpEntry* op = validate(sh, m.payload, st);
+    const TileCtx ctx{0u, tiles, ticket, smem, &r->scratch};
+    if (op) op->tile(m.payload.args, ctx, 1u);
     wait_async();
     __syncthreads();  // the tile's writes, the prefetch
     if (op && op->finish) {
-      op->finish(sh.payload.args, ctx);
+      op->finish(m.payload.args, ctx);
       __syncthreads();
     }
-    if (tid == 0) {
-      const volatile TaskRecord& q = cs.next;
-      const uint64_t head = *reinterpret_cast<const volatile uint64_t*>(&cs.head_post.x);
-      const bool yield = (have && mine < head) || (sh.chain != 0 && streak >= kMaxStreak);
-      unreleased = merge_writes(unreleased, write_flags(op));
-      const bool next = solo && st == kTaskOk && !yield && q.cause == 0 && slot_tiles(q.payload.tiles) == 1;
-      if (next) {
-        ++streak;
-      } else {
-        if (yield) streak = kMaxStreak;
-        release_flags(unreleased);
-        unreleased = GPUOS_OP_NO_WRITES;
-      }
-      sh.valid = next;
-      cs.handed = yield;  // read by thread 0 alone, after node_done
-    }
-    __syncthreads();
-    if (sh.valid) {
+    // Every thread decides alike, from shared memory no thread writes before the next barrier.
+    const TaskRecord& q = cs.rec[b ^ 1];
+    const uint64_t head = cs.head_post[b].x;
+    const bool yield = (cs.have && cs.mine < head) || (sh.chain != 0 && cs.streak0 + run >= kMaxStreak);
+    if (tid == 0) unreleased = merge_writes(unreleased, write_flags(op));
+    if (solo && st == kTaskOk && !yield && q.cause == 0 && slot_tiles(q.payload.tiles) == 1) {
       r = &nx;
-      prefetched = true;
+      b ^= 1;
+      ++run;
+      fetched = true;
       continue;
     }
+    // The general path: node_done reads the node's words in sh, and this block's writes leave it.
+    load_meta(sh, m);
+    if (tid == 0) {
+      release_flags(unreleased);
+      unreleased = GPUOS_OP_NO_WRITES;
+    }
+    __syncthreads();
     node_done(p, sh, smem, *r, st);
     __syncthreads();
     // What node_done handed this block (a successor it completed, the first of several): on at once.
     if (tid == 0) {
-      const bool on = sh.next != 0 && cs.handed == 0;  // not when the block yields (above)
+      const bool on = sh.next != 0 && !yield;
       cs.handed = on ? sh.next : 0ull;
-      if (on) {
-        sh.next = 0;
-        ++streak;
-      }
+      if (on) sh.next = 0;
+      streak = yield ? kMaxStreak : cs.streak0 + run;
     }
     __syncthreads();
     if (cs.handed == 0) return;
     r = reinterpret_cast<TaskRecord*>(cs.handed);
-    prefetched = false;
+    ++run;
+    fetched = false;
   }
 }
 

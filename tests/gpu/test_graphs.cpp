@@ -280,6 +280,53 @@ TEST_CASE("graphs: random DAGs of 1 to 100,000 nodes run each node once per laun
   CHECK(checks[4]->wrong_counts(50) == 0);
 }
 
+TEST_CASE("graphs: a long chain runs as one block's continuations, and moves to another block mid-way") {
+  // Links of 1 tile: add (x += 1), then sum (out[k] = sum of x: per-task scratch and a finish function);
+  // every 50th link also an add of 8 tiles on z (a node the chain hands to the grid and takes back).
+  constexpr std::uint32_t kLinks = 1000, kN = GPUOS_ELEMS_PER_TILE, kBig = 8 * GPUOS_ELEMS_PER_TILE;
+  test::DeviceBuffer x(kN), ones(kBig), out(kLinks), z(kBig);
+  test::ExactlyOnce once(20000);
+  ones.upload(std::vector<float>(kBig, 1.0f));
+  Runtime rt;
+  Graph g;
+  std::uint32_t prev = g.add(ops::add(x.get(), x.get(), ones.get(), kN));
+  std::uint32_t big = 0;
+  for (std::uint32_t k = 0; k < kLinks; ++k) {
+    if (k > 0) prev = g.add(ops::add(x.get(), x.get(), ones.get(), kN), {prev});
+    prev = g.add(ops::sum(out.get() + k, x.get(), kN), {prev});
+    if (k % 50 == 49) {
+      prev = g.add(ops::add(z.get(), z.get(), ones.get(), kBig), {prev});
+      ++big;
+    }
+  }
+  GraphExec ge(rt, g);
+  const auto check = [&](std::uint32_t launches) {
+    const auto xs = x.download(), os = out.download(), zs = z.download();
+    CHECK(std::count(xs.begin(), xs.end(), static_cast<float>(launches * kLinks)) == kN);
+    std::size_t wrong = 0;
+    for (std::uint32_t k = 0; k < kLinks; ++k)
+      wrong += os[k] != static_cast<float>(kN) * static_cast<float>((launches - 1) * kLinks + k + 1);
+    CHECK(wrong == 0);
+    CHECK(std::count(zs.begin(), zs.end(), static_cast<float>(launches * big)) == kBig);
+  };
+  // Alone: the chain stays in one block, its writes seen by the host once the launch completes.
+  CHECK(rt.wait(ge.launch(), 30s));
+  check(1);
+  // With other work arriving meanwhile: a block running the chain leaves it (on the board) for its own
+  // ticket, and another block goes on with it; the links' writes must follow them there.
+  std::thread other([&] {
+    for (std::size_t e = 0; e < once.size(); ++e) rt.submit(once.task(e));
+  });
+  for (std::uint32_t l = 2; l <= 6; ++l) CHECK(rt.wait(ge.launch(), 30s));
+  other.join();
+  CHECK(test::drain_or_report(rt, 30s));
+  check(6);
+  const test::ExactlyOnce::Counts c = once.count();
+  CHECK(c.never == 0);
+  CHECK(c.twice == 0);
+  CHECK(c.other == 0);
+}
+
 TEST_CASE("graphs: a launch runs after the tickets it names; tasks can wait for a launch") {
   const Dag d = random_dag(500, 3, 32, true, 5);
   OrderCheck oc(d);
