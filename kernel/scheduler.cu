@@ -88,7 +88,7 @@ __device__ __forceinline__ void wait_async() {
 }
 
 // ---- per-block shared state ----------------------------------------------------------------------
-enum Action : uint32_t { kIdle, kRunOwn, kHelp, kRunNext, kRunChain, kSpecial, kExit };
+enum Action : uint32_t { kIdle, kRunOwn, kHelp, kRunNext, kRunChain, kRunTaken, kSpecial, kExit };
 
 /// Graph nodes made ready at once (a node's successors, a launch's roots) go out in rounds of this many.
 inline constexpr uint32_t kReadyRound = GPUOS_BLOCK_THREADS;
@@ -251,15 +251,20 @@ __device__ void hand_on(const LaunchParams& p, BlockShared& sh, TaskRecord& r) {
   if (!board_insert(p, reinterpret_cast<uint64_t>(&r), slot)) chain(sh, r);
 }
 
-/// Thread 0: hands on armed batch b of n armed records: on the board, or (no slot) into the block's
-/// chain. Once on the board, helpers may take records from it at once; taken back, only the records its
-/// claim word still holds are the block's.
+/// Thread 0: hands on armed batch b of ready records, not armed: on the board, or (no slot) armed into
+/// the block's chain. Once on the board, helpers may take records from it at once, each record to one
+/// block, which runs it as its continuation (kRunTaken); taken back, only the records its claim word
+/// still holds are the block's.
 __device__ void hand_on_batch(const LaunchParams& p, BlockShared& sh, ReadyBatch& b) {
   uint32_t slot;
   if (board_insert(p, reinterpret_cast<uint64_t>(&b) | 1ull, slot)) return;
   const int32_t left = claim_remaining(dev_ref<uint64_t>(b.claim).exchange(0ull, cuda::memory_order_acq_rel));
   const uint64_t* items = reinterpret_cast<const uint64_t*>(b.items);
-  for (int32_t i = 0; i < left; ++i) chain(sh, *reinterpret_cast<TaskRecord*>(items[i]));
+  for (int32_t i = 0; i < left; ++i) {
+    TaskRecord& r = *reinterpret_cast<TaskRecord*>(items[i]);
+    arm_ready(r, ready_tiles(r));
+    chain(sh, r);
+  }
 }
 
 /// Thread 0: takes one record from the ready batch at board value `value` (address | 1) in board slot
@@ -369,14 +374,13 @@ __device__ void publish_ready(const LaunchParams& p, BlockShared& sh, GraphScrat
     for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) {
       TaskRecord& r = recs[gs.ready_nodes[k0 + i]];
       r.ticket = ticket;
-      arm_ready(r, ready_tiles(r));
       items[i] = reinterpret_cast<uint64_t>(&r);
     }
     __syncthreads();
     if (threadIdx.x == 0) {
       ReadyBatch& b = *reinterpret_cast<ReadyBatch*>(sh.ready_batch);
       b.items = sh.ready_items;
-      // The items and every thread's arming (ordered before this thread by the barrier) before the batch.
+      // The items and every thread's tickets (ordered before this thread by the barrier) before the batch.
       cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
       dev_ref<uint64_t>(b.claim).store(make_claim(m, 0), cuda::memory_order_relaxed);
       hand_on_batch(p, sh, b);
@@ -1488,9 +1492,9 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
           // Acquire (pairs with the front end's release of special_post): its chunks as posted.
           cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
         } else if (action == kHelp && (target & 1ull)) {
-          // A ready batch: take one record of it, which this block then runs as if it had got it itself.
+          // A ready batch: take one record of it, unarmed, which this block then runs as its continuation.
           target = take_from_batch(p, target, help_slot);
-          action = target ? kRunChain : kIdle;
+          action = target ? kRunTaken : kIdle;
         }
         sh.action = action;
         sh.ticket = target;
@@ -1507,7 +1511,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
     if (action == kSpecial) {
       backoff = 0;
       special_job(p, smem, target);
-    } else if (action == kRunNext) {
+    } else if (action == kRunNext || action == kRunTaken) {
       backoff = 0;
       run_continuations(p, sh, smem, cs, &r, mine, have, streak);
     } else if (action == kRunOwn || action == kRunChain) {

@@ -231,7 +231,8 @@ GPUOS_HD inline constexpr uint32_t succ_word(uint32_t node, uint32_t indeg) {
 }
 
 /// A set of ready records other blocks claim one at a time (from the board), like tiles of a task: each
-/// item is an armed record, and whoever claims one runs it (and may put it on the board for helpers).
+/// item is a record not yet armed, and whoever claims one runs it as its continuation (arming it, and
+/// putting it on the board for helpers, when it has more than one tile).
 struct alignas(64) ReadyBatch {
   uint64_t claim;  ///< (records not yet handed out << 32), as TaskRecord::claim
   uint64_t items;  ///< uint64_t[] of record addresses
