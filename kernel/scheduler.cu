@@ -239,16 +239,22 @@ __device__ __forceinline__ void chain(BlockShared& sh, TaskRecord& r) {
   sh.chain = reinterpret_cast<uint64_t>(&r);
 }
 
+/// Thread 0: offers ready record r (not armed) to other blocks: armed on the board, else armed in the
+/// block's chain.
+__device__ void offer(const LaunchParams& p, BlockShared& sh, TaskRecord& r) {
+  arm_ready(r, ready_tiles(r));
+  uint32_t slot;
+  if (!board_insert(p, reinterpret_cast<uint64_t>(&r), slot)) chain(sh, r);
+}
+
 /// Thread 0: hands on a record that became ready (not armed): the block's continuation if it has none,
-/// else armed on the board, else armed in the block's chain.
+/// else offered (above).
 __device__ void hand_on(const LaunchParams& p, BlockShared& sh, TaskRecord& r) {
   if (sh.next == 0) {
     sh.next = reinterpret_cast<uint64_t>(&r);
     return;
   }
-  arm_ready(r, ready_tiles(r));
-  uint32_t slot;
-  if (!board_insert(p, reinterpret_cast<uint64_t>(&r), slot)) chain(sh, r);
+  offer(p, sh, r);
 }
 
 /// Thread 0: hands on armed batch b of ready records, not armed: on the board, or (no slot) armed into
@@ -757,14 +763,20 @@ __device__ __forceinline__ void copy_record(TaskRecord& d, const TaskRecord& e) 
   if (i != ~0u) o[i] = w[i];
 }
 
-/// A worker block's shared memory for its continuations (run_continuations).
-struct ContinuationScratch {
+/// A worker block's own shared memory: its loop's state (thread 0's) and its continuations' records.
+/// The loop's state lives here rather than in registers: with run_continuations reachable from the
+/// loop, the compiler kept it on the stack, and a local-memory load right after an acquire fence (which
+/// drops the SM's L1) cost every task of the worker's loop a round trip to L2 (-3% of tiny-task
+/// throughput on an H100).
+struct WorkerShared {
+  uint64_t mine;        // the block's own ticket, when `have`
+  uint64_t tried_post;  // the last special post this block tried to take (once per post)
+  uint32_t have;
+  uint32_t streak;      // continuations the worker's loop started in a row
   /// The records of the nodes run in turn: the one running and its successor's, prefetched (payload and
   /// line 1: bytes kPrefetchFrom on; the ticket is written here by the block).
   TaskRecord rec[2];
   ulonglong2 head_post[2];  // DeviceState head and special_post, read with the prefetch into rec[k ^ 1]
-  uint64_t mine;            // the worker's ticket (thread 0's), for every thread
-  uint32_t have, streak0;
   uint64_t handed;          // the record node_done handed the block, for every thread
 };
 inline constexpr uint32_t kPrefetchFrom = offsetof(TaskRecord, payload);
@@ -773,10 +785,11 @@ static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
 
 /// All threads of a worker block: runs record `r`, ready and unarmed, that a completion of this block
 /// handed it (its continuation), then the continuations that hands on, while the block has nothing else
-/// to do: until none is left, the block's own ticket is published (`have`, `mine`: `head`, read with
-/// each step's prefetch, has passed it) or its chain has waited kMaxStreak continuations (`streak`
-/// counts them; it is set to kMaxStreak when the block stops for either, so that the worker offers the
-/// continuation left over to the board and turns to its own work).
+/// to do: until none is left, the block's own ticket is published (cs.have, cs.mine: `head`, read with
+/// each step's prefetch, has passed it) or its chain has waited kMaxStreak continuations; the
+/// continuation left over is then offered to the board. (The worker's loop state stays out of this
+/// function: passed in, it was kept on the stack across the whole loop, and the worker's loop paid
+/// local-memory loads on every task: WorkerShared.)
 ///
 /// A graph node of one tile whose only successor has no other predecessor (a chain's link) runs here
 /// without the scheduler's general path, which costs a chain step ~8,000 cycles on an H100 (the worker
@@ -793,19 +806,14 @@ static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
 ///   is never armed, as for any continuation of one tile.
 /// Anything else (a node of many tiles, a graph launch, a host ticket, a node that fails or is skipped)
 /// goes through work_entry; a node with other successors through node_done, after the release.
-__device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* smem, ContinuationScratch& cs,
-                                  TaskRecord* r, uint64_t mine, bool have, uint32_t& streak) {
+__device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* smem, WorkerShared& cs,
+                                  TaskRecord* r) {
   DeviceState& s = *p.state;
   const unsigned tid = threadIdx.x;
   uint32_t unreleased = GPUOS_OP_NO_WRITES;  // thread 0's: what the nodes run since the last fence wrote
   uint32_t run = 0;                          // continuations run here after the first
   uint32_t b = 0;                            // cs.rec[b]: the record being run
   bool fetched = false;                      // cs.rec[b] holds r's words already (prefetched)
-  if (tid == 0) {
-    cs.mine = mine;
-    cs.have = have;
-    cs.streak0 = streak;
-  }
   for (;;) {
     if (!fetched) {
       // A record handed on through the general path, which may have just written it (volatile reads).
@@ -817,10 +825,7 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
     const uint32_t tiles = m.payload.tiles;
     if (m.exec == 0 || m.cause != 0 || slot_tiles(tiles) != 1) {
       load_meta(sh, m);
-      if (tid == 0) {
-        release_flags(unreleased);  // before work_entry hands anything on
-        streak = cs.streak0 + run;
-      }
+      if (tid == 0) release_flags(unreleased);  // before work_entry hands anything on
       __syncthreads();
       work_entry(p, sh, smem, *r, kBoardSize, true, 0, true, true);
       return;
@@ -853,7 +858,7 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
     // Every thread decides alike, from shared memory no thread writes before the next barrier.
     const TaskRecord& q = cs.rec[b ^ 1];
     const uint64_t head = cs.head_post[b].x;
-    const bool yield = (cs.have && cs.mine < head) || (sh.chain != 0 && cs.streak0 + run >= kMaxStreak);
+    const bool yield = (cs.have && cs.mine < head) || (sh.chain != 0 && run >= kMaxStreak);
     if (tid == 0) unreleased = merge_writes(unreleased, write_flags(op));
     if (solo && st == kTaskOk && !yield && q.cause == 0 && slot_tiles(q.payload.tiles) == 1) {
       r = &nx;
@@ -875,8 +880,8 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
     if (tid == 0) {
       const bool on = sh.next != 0 && !yield;
       cs.handed = on ? sh.next : 0ull;
-      if (on) sh.next = 0;
-      streak = yield ? kMaxStreak : cs.streak0 + run;
+      if (yield && sh.next != 0) offer(p, sh, *reinterpret_cast<TaskRecord*>(sh.next));
+      sh.next = 0;
     }
     __syncthreads();
     if (cs.handed == 0) return;
@@ -1394,36 +1399,34 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
 __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
   DeviceState& s = *p.state;
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
-  uint64_t mine = 0;
-  bool have = false;
-  uint64_t tried_post = 0;  // the last special post this block tried to take (once per post)
   uint32_t backoff = 0;
-  uint32_t streak = 0;
-  __shared__ ContinuationScratch cs;
-  if (threadIdx.x == 0) sh.next = sh.chain = 0;
+  __shared__ WorkerShared cs;
+  if (threadIdx.x == 0) {
+    sh.next = sh.chain = 0;
+    cs.mine = cs.tried_post = 0;
+    cs.have = cs.streak = 0;
+  }
   for (;;) {
     if (threadIdx.x < 32) {
       uint32_t action = kIdle;
       uint64_t target = 0;
       uint32_t help_slot = kBoardSize;
       if (threadIdx.x == 0) {
-        if (sh.next != 0 && streak < kMaxStreak) {
+        if (sh.next != 0 && cs.streak < kMaxStreak) {
           action = kRunNext;
         } else {
           if (sh.next != 0) {
-            // A long run of continuations: offer this one to others (armed), so the block's own ticket
-            // and chain are not starved.
-            TaskRecord& r = *reinterpret_cast<TaskRecord*>(sh.next);
+            // A long run of continuations: offer this one to others, so the block's own ticket and
+            // chain are not starved.
+            offer(p, sh, *reinterpret_cast<TaskRecord*>(sh.next));
             sh.next = 0;
-            arm_ready(r, ready_tiles(r));
-            uint32_t slot;
-            if (!board_insert(p, reinterpret_cast<uint64_t>(&r), slot)) chain(sh, r);
           }
-          streak = 0;
-          if (!have) {
-            mine = dev_ref<uint64_t>(s.claim).fetch_add(1ull, cuda::memory_order_relaxed);
-            have = true;
+          cs.streak = 0;
+          if (!cs.have) {
+            cs.mine = dev_ref<uint64_t>(s.claim).fetch_add(1ull, cuda::memory_order_relaxed);
+            cs.have = 1;
           }
+          const uint64_t mine = cs.mine;
           // Relaxed polls, one acquire fence once there is something to act on: an acquire load at
           // device scope invalidates the whole L1 of the SM (CCTL.IVALL in the SASS), and idle workers
           // poll every microsecond, on every SM, the front end's included. (It keeps the SMs' L1 valid;
@@ -1437,8 +1440,8 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
           // post once (the front end posts the next only after this one is done, so the post a block
           // missed is another's).
           uint64_t expect = post - 1;
-          const bool fresh = post != tried_post;
-          tried_post = post;
+          const bool fresh = post != cs.tried_post;
+          cs.tried_post = post;
           if (fresh &&
               dev_ref<uint64_t>(s.special_taken).compare_exchange_strong(expect, post, cuda::memory_order_acq_rel)) {
             action = kSpecial;
@@ -1482,12 +1485,12 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
         if (action == kRunNext) {
           target = sh.next;
           sh.next = 0;
-          ++streak;
+          ++cs.streak;
         } else if (action == kRunChain) {
           target = sh.chain;
           sh.chain = reinterpret_cast<const volatile TaskRecord*>(target)->next_ready;
         } else if (action == kRunOwn) {
-          target = reinterpret_cast<uint64_t>(&p.dq[mine & mask]);
+          target = reinterpret_cast<uint64_t>(&p.dq[cs.mine & mask]);
         } else if (action == kSpecial) {
           // Acquire (pairs with the front end's release of special_post): its chunks as posted.
           cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
@@ -1513,11 +1516,11 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
       special_job(p, smem, target);
     } else if (action == kRunNext || action == kRunTaken) {
       backoff = 0;
-      run_continuations(p, sh, smem, cs, &r, mine, have, streak);
+      run_continuations(p, sh, smem, cs, &r);
     } else if (action == kRunOwn || action == kRunChain) {
       backoff = 0;
       work_entry(p, sh, smem, r, kBoardSize, true, 0, false);
-      if (action == kRunOwn && threadIdx.x == 0) have = false;
+      if (action == kRunOwn && threadIdx.x == 0) cs.have = 0;
     } else if (action == kHelp) {
       backoff = 0;
       work_entry(p, sh, smem, r, bslot, false, target, false);
