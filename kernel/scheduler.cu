@@ -301,28 +301,40 @@ __device__ __noinline__ void complete_host(const LaunchParams& p, BlockShared& s
   });
 }
 
+/// Word k (0-5) of what a block reads of a record's ticket and line 1 to run it, in 8-byte units: what
+/// load_meta and copy_record read with thread 32 + k (the indices packed a byte each in one constant).
+__device__ __forceinline__ uint32_t run_word(uint32_t k) {
+  constexpr uint64_t packed = offsetof(TaskRecord, ticket) / 8 | offsetof(TaskRecord, cause) / 8 << 8 |
+                              offsetof(TaskRecord, exec) / 8 << 16 | offsetof(TaskRecord, deps_left) / 8 << 24 |
+                              static_cast<uint64_t>(offsetof(TaskRecord, succ_begin) / 8) << 32 |
+                              static_cast<uint64_t>(offsetof(TaskRecord, weak) / 8) << 40;
+  return static_cast<uint32_t>(packed >> (8 * k)) & 0xffu;
+}
+
 /// Loads what the block needs of a record it runs into shared memory: the payload (12 threads, 8 bytes
-/// each) and the words of line 1 (threads 32-37), in one round trip. A barrier follows before any use.
+/// each) and the words of run_word (threads 32-37), in one round trip. A barrier follows before any use.
 __device__ __forceinline__ void load_meta(BlockShared& sh, const TaskRecord& e) {
   static_assert(sizeof(Payload) == 12 * 8);
   const volatile unsigned long long* w = reinterpret_cast<const volatile unsigned long long*>(&e);
   const unsigned tid = threadIdx.x;
   if (tid < 12) {
     reinterpret_cast<unsigned long long*>(&sh.payload)[tid] = w[offsetof(TaskRecord, payload) / 8 + tid];
-  } else if (tid == 32) {
-    sh.ticket = w[offsetof(TaskRecord, ticket) / 8];
-  } else if (tid == 33) {
-    sh.cause = w[offsetof(TaskRecord, cause) / 8];
-  } else if (tid == 34) {
-    sh.exec = w[offsetof(TaskRecord, exec) / 8];
-  } else if (tid == 35) {
-    sh.node = static_cast<uint32_t>(w[offsetof(TaskRecord, deps_left) / 8] >> 32);
-  } else if (tid == 36) {
-    const uint64_t v = w[offsetof(TaskRecord, succ_begin) / 8];
-    sh.succ_begin = static_cast<uint32_t>(v);
-    sh.succ_count = static_cast<uint32_t>(v >> 32);
-  } else if (tid == 37) {
-    sh.sinks = static_cast<uint32_t>(w[offsetof(TaskRecord, weak) / 8] >> 32);
+  } else if (tid >= 32 && tid < 38) {
+    const uint64_t v = w[run_word(tid - 32)];
+    if (tid == 32) {
+      sh.ticket = v;
+    } else if (tid == 33) {
+      sh.cause = v;
+    } else if (tid == 34) {
+      sh.exec = v;
+    } else if (tid == 35) {
+      sh.node = static_cast<uint32_t>(v >> 32);
+    } else if (tid == 36) {
+      sh.succ_begin = static_cast<uint32_t>(v);
+      sh.succ_count = static_cast<uint32_t>(v >> 32);
+    } else {
+      sh.sinks = static_cast<uint32_t>(v >> 32);
+    }
   }
   static_assert(offsetof(TaskRecord, node) == offsetof(TaskRecord, deps_left) + 4);
   static_assert(offsetof(TaskRecord, succ_count) == offsetof(TaskRecord, succ_begin) + 4);
@@ -739,27 +751,13 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
   __syncthreads();
 }
 
-/// Copies what a block reads of a record it runs (the words load_meta reads: payload, ticket, line 1)
-/// from `e` into `d`, a record in shared memory, in one round trip (threads 0-11 and 32-37).
+/// Copies what a block reads of a record it runs (the words load_meta reads) from `e` into `d`, a record
+/// in shared memory, in one round trip (threads 0-11 and 32-37).
 __device__ __forceinline__ void copy_record(TaskRecord& d, const TaskRecord& e) {
   const volatile unsigned long long* w = reinterpret_cast<const volatile unsigned long long*>(&e);
   unsigned long long* o = reinterpret_cast<unsigned long long*>(&d);
   const unsigned tid = threadIdx.x;
-  uint32_t i = ~0u;
-  if (tid < 12)
-    i = offsetof(TaskRecord, payload) / 8 + tid;
-  else if (tid == 32)
-    i = offsetof(TaskRecord, ticket) / 8;
-  else if (tid == 33)
-    i = offsetof(TaskRecord, cause) / 8;
-  else if (tid == 34)
-    i = offsetof(TaskRecord, exec) / 8;
-  else if (tid == 35)
-    i = offsetof(TaskRecord, deps_left) / 8;
-  else if (tid == 36)
-    i = offsetof(TaskRecord, succ_begin) / 8;
-  else if (tid == 37)
-    i = offsetof(TaskRecord, weak) / 8;
+  const uint32_t i = tid < 12 ? offsetof(TaskRecord, payload) / 8 + tid : tid >= 32 && tid < 38 ? run_word(tid - 32) : ~0u;
   if (i != ~0u) o[i] = w[i];
 }
 
