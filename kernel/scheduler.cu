@@ -361,8 +361,8 @@ __device__ __forceinline__ uint32_t succ_indeg(const GraphExec& x, uint32_t w) {
 
 /// All threads (after a barrier): hands out the sh.nready nodes in gs.ready_nodes, ready in this launch
 /// and not armed. The first becomes the block's continuation when it has none; one more goes out alone
-/// (hand_on); two or more go out as one ready batch, armed in parallel, on the board. `ticket`: the
-/// launch's.
+/// (hand_on); two or more go out as one ready batch on the board (the batch armed, its records not: each
+/// taker runs its record as its continuation). `ticket`: the launch's.
 __device__ void publish_ready(const LaunchParams& p, BlockShared& sh, GraphScratch& gs, GraphExec& x, TaskRecord* recs,
                               uint64_t ticket) {
   const uint32_t n = sh.nready;
