@@ -781,13 +781,11 @@ inline constexpr uint32_t kPrefetchFrom = offsetof(TaskRecord, payload);
 inline constexpr uint32_t kPrefetchCopies = (sizeof(TaskRecord) - kPrefetchFrom) / 16;
 static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
 
-/// All threads of a worker block: runs record `r`, ready and unarmed, that a completion of this block
-/// handed it (its continuation), then the continuations that hands on, while the block has nothing else
-/// to do: until none is left, the block's own ticket is published (cs.have, cs.mine: `head`, read with
-/// each step's prefetch, has passed it) or its chain has waited kMaxStreak continuations; the
-/// continuation left over is then offered to the board. (The worker's loop state stays out of this
-/// function: passed in, it was kept on the stack across the whole loop, and the worker's loop paid
-/// local-memory loads on every task: WorkerShared.)
+/// All threads of a worker block: runs record `r`, ready, unarmed and the block's alone (a record one of
+/// its completions handed it, or one it took from a ready batch), then the continuations that hands on,
+/// while the block has nothing else to do: until none is left, the block's own ticket is published
+/// (cs.have, cs.mine: `head`, read with each step's prefetch, has passed it) or its chain has waited
+/// kMaxStreak continuations; the continuation left over is then offered to the board.
 ///
 /// A graph node of one tile whose only successor has no other predecessor (a chain's link) runs here
 /// without the scheduler's general path, which costs a chain step ~8,000 cycles on an H100 (the worker
