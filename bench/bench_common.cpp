@@ -107,6 +107,14 @@ void Flags::finish() const {
 
 // ---- JSON -------------------------------------------------------------------------------------------
 
+Residency residency_flags(Flags& f) {
+  const Options d;
+  Residency r;
+  r.slice_us = static_cast<std::uint32_t>(f.integer("--slice-us", d.slice_us, 0, 10000000));
+  r.park_us = static_cast<std::uint32_t>(f.integer("--park-us", d.park_us, 0, 10000000));
+  return r;
+}
+
 void write_header(JsonWriter& j, const char* bench, const DeviceContext& d) {
   char when[64] = {};
   std::time_t t = std::time(nullptr);

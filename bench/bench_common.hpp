@@ -88,6 +88,16 @@ class Flags {
   std::map<std::string, bool> used_;
 };
 
+/// --slice-us N, --park-us N: the runtime's residency (gpuos_options slice_us, park_us), defaulting to
+/// the library's: an A/B of what bounded residency costs runs the same benchmark with both 0.
+struct Residency {
+  std::uint32_t slice_us = 0, park_us = 0;
+  Options apply(Options o) const { return o.with_residency(slice_us, park_us); }
+};
+Residency residency_flags(Flags& f);
+/// The help line of residency_flags' flags.
+#define GPUOS_BENCH_RESIDENCY_HELP "  --slice-us N, --park-us N  the runtime's residency (gpuos_options; default: the library's)\n"
+
 /// Writes the fields every benchmark result carries: benchmark, device, driver, build info, time.
 void write_header(JsonWriter& j, const char* bench, const DeviceContext& d);
 /// The gpuos grid of a running runtime, as a JSON object.

@@ -67,7 +67,8 @@ const char* kHelp =
     "  --json FILE  result file (default bench_dispatch.json)\n"
     "  --ladder 0   skip the floor's ladder (default 1)\n"
     "  --think-ns N the pacing rows: a closed loop whose caller waits N ns after each completion before\n"
-    "               its next submit, with the front end's pacing on and off (default 500; 0: no rows)\n";
+    "               its next submit, with the front end's pacing on and off (default 500; 0: no rows)\n"
+    GPUOS_BENCH_RESIDENCY_HELP;
 
 struct Config {
   int device = 0;
@@ -76,6 +77,7 @@ struct Config {
   std::string json = "bench_dispatch.json";
   bool ladder = true;  // the floor's ladder (--ladder 0: only the floor, launch, graph and gpuos)
   std::int64_t think_ns = 500;  // the pacing rows (--think-ns 0: none)
+  Residency residency;
 };
 
 /// Times `warmup + iters` calls of round_trip(i) (i from 1); returns the timed samples in ns.
@@ -222,7 +224,7 @@ struct GpuosResult {
 
 GpuosResult measure_gpuos(const Config& c, const DeviceBuffer& out, const DeviceBuffer& a, const DeviceBuffer& b) {
   GpuosResult r;
-  Runtime rt(Options().with_device(c.device));
+  Runtime rt(c.residency.apply(Options()).with_device(c.device));
   r.info = rt.device_info();
   r.nop = time_round_trips(c, [&](unsigned) { rt.wait(rt.submit(ops::nop())); });
   // With the front end's flight recorder on (GPUOS_TRACE=1), where the nop round trip goes on the device.
@@ -248,7 +250,7 @@ std::vector<double> measure_think(const Config& c, std::int64_t think_ns, const 
   if (pace) ::setenv("GPUOS_POLL_PACE", pace, 1); else ::unsetenv("GPUOS_POLL_PACE");
   std::vector<double> ns;
   {
-    Runtime rt(Options().with_device(c.device));
+    Runtime rt(c.residency.apply(Options()).with_device(c.device));
     if (old) ::setenv("GPUOS_POLL_PACE", saved.c_str(), 1); else ::unsetenv("GPUOS_POLL_PACE");
     ns.reserve(static_cast<std::size_t>(c.iters));
     std::int64_t done = now_ns();
@@ -339,6 +341,7 @@ int run(int argc, char** argv) {
   c.json = f.text("--json", c.json);
   c.ladder = f.integer("--ladder", 1, 0, 1) != 0;
   c.think_ns = f.integer("--think-ns", c.think_ns, 0, 100000);
+  c.residency = residency_flags(f);
   f.finish();
 
   DeviceContext dev(c.device);

@@ -58,7 +58,8 @@ const char* kHelp =
     "  --batch N          tasks per gpuos_submit_batch (default 1024)\n"
     "  --reps N           timed repetitions per method (default 3; the median is reported)\n"
     "  --queue N          gpuos queue capacity (power of two; default: the runtime's default)\n"
-    "  --json FILE        result file (default bench_throughput.json)\n";
+    "  --json FILE        result file (default bench_throughput.json)\n"
+    GPUOS_BENCH_RESIDENCY_HELP;
 
 struct Config {
   int device = 0;
@@ -71,6 +72,7 @@ struct Config {
   int reps = 3;
   std::uint32_t queue = 0;
   std::string json = "bench_throughput.json";
+  Residency residency;
 };
 
 struct Buffers {
@@ -281,7 +283,7 @@ std::pair<double, double> gpuos_rep(Runtime& rt, const TaskSet& ts, unsigned thr
 
 Method measure_gpuos(const Config& c, unsigned threads, const TaskSet& ts, DeviceInfo& info) {
   Method r{"gpuos " + std::to_string(threads) + (threads == 1 ? " thread" : " threads"), c.tasks, Kind::kGpuos};
-  Options o;
+  Options o = c.residency.apply(Options());
   o.with_device(c.device);
   if (c.queue) o.with_queue_capacity(c.queue);
   Runtime rt(o);
@@ -332,6 +334,7 @@ Config parse(int argc, char** argv) {
   c.reps = static_cast<int>(f.integer("--reps", c.reps, 1, 1000));
   c.queue = static_cast<std::uint32_t>(f.integer("--queue", 0, 0, 1 << 22));
   c.json = f.text("--json", c.json);
+  c.residency = residency_flags(f);
   f.finish();
   // gpuos_submit_batch takes at most a queue's worth of tasks (65536 is the runtime's default capacity).
   const std::uint64_t capacity = c.queue ? c.queue : 65536;

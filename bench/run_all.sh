@@ -4,8 +4,8 @@
 #
 #   bench/run_all.sh OUT_DIR [BUILD_DIR] [PART...]
 #
-# BUILD_DIR defaults to ./build. PART: dispatch, throughput, graph, large, alloc, hotpatch, module (default:
-# all seven, in that order; name some to split a long run over several calls).
+# BUILD_DIR defaults to ./build. PART: dispatch, throughput, graph, sharing, large, alloc, hotpatch, module (default:
+# all eight, in that order; name some to split a long run over several calls).
 # Environment: DEVICE (CUDA ordinal, default 0), BENCH_TIMEOUT (seconds per benchmark; default 300, and
 # 900 for alloc, whose CUDA malloc baseline runs 1,000,000 threads at every size): a hung run is killed
 # and reported instead of blocking the rest.
@@ -23,7 +23,7 @@ out=$1
 build=${2:-build}
 shift $(( $# >= 2 ? 2 : 1 ))
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(dispatch throughput graph large alloc hotpatch module)
+[ ${#parts[@]} -eq 0 ] && parts=(dispatch throughput graph sharing large alloc hotpatch module)
 device=${DEVICE:-0}
 mkdir -p "$out"
 summary=$out/summary.txt
@@ -41,7 +41,7 @@ failed=0
 no_device=0
 for part in "${parts[@]}"; do
   case $part in
-    dispatch|throughput|graph|large|alloc|hotpatch|module) ;;
+    dispatch|throughput|graph|sharing|large|alloc|hotpatch|module) ;;
     *) echo "run_all: unknown part '$part'" | tee -a "$summary"; failed=1; continue ;;
   esac
   name=bench_$part

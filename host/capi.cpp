@@ -130,6 +130,8 @@ void gpuos_options_init(gpuos_options* o) {
   o->struct_size = sizeof(gpuos_options);
   o->queue_capacity = 65536;
   o->heap_bytes = 256ull << 20;
+  o->slice_us = 5000;
+  o->park_us = 2000;
 }
 
 gpuos_status gpuos_create(const gpuos_options* opts, gpuos_runtime** out) {

@@ -1,6 +1,7 @@
 #include "host/device.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <string>
 
 #include "host/cu_check.hpp"
@@ -42,7 +43,12 @@ CUresult prefer_l1(CUfunction fn, CUdevice d) {
 
 }  // namespace
 
-CtxScope::CtxScope(CUcontext c) { GPUOS_CU_TRY(drv().cuCtxSetCurrent(c)); }
+CtxScope::CtxScope(CUcontext c) {
+  GPUOS_CU_TRY(drv().cuCtxSetCurrent(c));
+  GPUOS_CU_TRY(drv().cuThreadExchangeStreamCaptureMode(&previous_));  // previous_ holds relaxed going in
+}
+
+CtxScope::~CtxScope() { drv().cuThreadExchangeStreamCaptureMode(&previous_); }
 
 void validate_options(const gpuos_options& o) {
   if (o.struct_size != sizeof(gpuos_options))
@@ -57,6 +63,11 @@ void validate_options(const gpuos_options& o) {
   if (o.heap_arenas > tlsf::kMaxArenas)
     fail(GPUOS_ERR_INVALID_ARG, "heap_arenas must be at most " + std::to_string(tlsf::kMaxArenas) + ", got " +
                                     std::to_string(o.heap_arenas));
+  for (auto [name, v] : {std::pair{"slice_us", o.slice_us}, std::pair{"park_us", o.park_us}})
+    if (v != 0 && (v < 100 || v > 10000000))
+      fail(GPUOS_ERR_INVALID_ARG,
+           std::string("gpuos_options.") + name + " must be 0 (never) or in [100, 10000000], got " + std::to_string(v));
+  if (o.reserved != 0) fail(GPUOS_ERR_INVALID_ARG, "gpuos_options.reserved must be 0");
   if (o.heap_flags & ~GPUOS_HEAP_CHECKED)
     fail(GPUOS_ERR_INVALID_ARG, "heap_flags has unknown bits: " + std::to_string(o.heap_flags));
   for (const char* d : {o.cache_dir, o.include_dir, o.cccl_dir})

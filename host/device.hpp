@@ -23,9 +23,21 @@ struct Image {
 /// Throws Failure(GPUOS_ERR_INVALID_ARG) naming the first bad field of `o`.
 void validate_options(const gpuos_options& o);
 
-/// Makes a context current on the calling thread for the scope (driver calls need it).
-struct CtxScope {
+/// For the scope, on the calling thread: makes a context current (driver calls need it) and sets the
+/// thread's stream-capture interaction mode to relaxed, the previous mode restored at the end. A stream
+/// capture in global mode (a framework's CUDA graph capture, torch.cuda.graph's default) on another
+/// thread otherwise refuses every "potentially unsafe" driver call of this one with
+/// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, the runtime's queries and launches of its own stream included,
+/// which have nothing to do with the capture.
+class CtxScope {
+ public:
   explicit CtxScope(CUcontext c);
+  ~CtxScope();
+  CtxScope(const CtxScope&) = delete;
+  CtxScope& operator=(const CtxScope&) = delete;
+
+ private:
+  CUstreamCaptureMode previous_ = CU_STREAM_CAPTURE_MODE_RELAXED;
 };
 
 /// The device `o.device` with its description (everything but the grid), checked able to run the

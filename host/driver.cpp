@@ -61,6 +61,9 @@ void load_locked() {
       d.name = reinterpret_cast<decltype(d.name)>(p);                                            \
   }
   GPUOS_DRIVER_FUNCTIONS(GPUOS_DRIVER_RESOLVE)
+#define GPUOS_DRIVER_RESOLVE_AS(name, declared) GPUOS_DRIVER_RESOLVE(name)
+  GPUOS_DRIVER_VERSIONED(GPUOS_DRIVER_RESOLVE_AS)
+#undef GPUOS_DRIVER_RESOLVE_AS
 #undef GPUOS_DRIVER_RESOLVE
   if (d.cuDriverGetVersion) d.cuDriverGetVersion(&d.version);
   if (!missing.empty() || d.version < CUDA_VERSION) {

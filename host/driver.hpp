@@ -30,6 +30,7 @@
   X(cuCtxCreate)                                \
   X(cuCtxDestroy)                               \
   X(cuCtxSetLimit)                              \
+  X(cuThreadExchangeStreamCaptureMode)          \
   X(cuModuleLoadData)                           \
   X(cuModuleUnload)                             \
   X(cuModuleGetFunction)                        \
@@ -68,12 +69,21 @@
   X(cuGraphExecDestroy)                         \
   X(cuGraphDestroy)
 
+/// Names whose entry point at this CUDA version takes other arguments than cuda.h's declaration of the
+/// name, with the declaration that matches it: at CUDA 13.0 "cuCtxSynchronize" resolves to
+/// cuCtxSynchronize_v2(CUcontext) (NULL: the current context), while cuda.h still declares
+/// cuCtxSynchronize(void).
+#define GPUOS_DRIVER_VERSIONED(X) X(cuCtxSynchronize, cuCtxSynchronize_v2)
+
 namespace gpuos::detail {
 
 struct Driver {
 #define GPUOS_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
   GPUOS_DRIVER_FUNCTIONS(GPUOS_DRIVER_MEMBER)
 #undef GPUOS_DRIVER_MEMBER
+#define GPUOS_DRIVER_MEMBER_AS(name, declared) decltype(&::declared) name = nullptr;
+  GPUOS_DRIVER_VERSIONED(GPUOS_DRIVER_MEMBER_AS)
+#undef GPUOS_DRIVER_MEMBER_AS
   int version = 0;  ///< cuDriverGetVersion
 };
 

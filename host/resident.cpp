@@ -141,6 +141,7 @@ void ResidentKernel::launch_locked() {
       common::Deadline::after(std::chrono::seconds(30)), common::kControlBackoff);
   if (!started) fail(GPUOS_ERR_INTERNAL, "the resident kernel did not start within 30 s");
   state_.store(KernelState::running);
+  queue_->set_parked(false);
   check_stopped_state();  // the previous stop's snapshot preceded this launch on the stream
 }
 
@@ -237,6 +238,12 @@ void ResidentKernel::suspend() {
   Control c = control();
   run_.check_usable();
   run_.check_open();
+  if (!c.running() && queue_->parked()) {
+    // Parked while idle: already off the GPU. Suspended now, it stays off until resume().
+    user_suspended_.store(true, std::memory_order_seq_cst);
+    queue_->set_parked(false);
+    return;
+  }
   if (!c.running()) fail(GPUOS_ERR_UNAVAILABLE, "the runtime is not running");
   // New requests are refused from here on; those in flight are served first (the kernel runs).
   user_suspended_.store(true, std::memory_order_seq_cst);
@@ -304,7 +311,7 @@ void ResidentKernel::watch() {
 void ResidentKernel::snapshot(Snapshot& s) {
   switch (state_.load()) {
     case KernelState::running: s.state = "running"; break;
-    case KernelState::suspended: s.state = "suspended"; break;
+    case KernelState::suspended: s.state = queue_->parked() ? "parked (left the GPU while idle)" : "suspended"; break;
     case KernelState::stopped: s.state = "stopped"; break;
   }
   s.launches = launches_.load();

@@ -66,7 +66,8 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
     gens_ = std::make_unique<Generations>(ctx_, opts_, dev_.info, cfg_, registry_, *kernel_, *submitter_, run_);
     graphs_ = std::make_unique<Graphs>(ctx_, cfg_, *submitter_, *kernel_, heap_.get(), registry_.accept());
     kernel_->control().launch();
-    monitor_ = std::make_unique<Monitor>(ctx_, *kernel_, run_, [this] { return gens_->switches(); });
+    monitor_ = std::make_unique<Monitor>(ctx_, *kernel_, run_, [this] { return gens_->switches(); },
+                                         std::chrono::microseconds(opts_.slice_us), std::chrono::microseconds(opts_.park_us));
     monitor_->start();
   } catch (...) {
     shutdown();

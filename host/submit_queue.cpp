@@ -31,6 +31,19 @@ void SubmitQueue::publish(uint64_t t, const abi::Payload& p, bool internal) {
   ops_[t & mask_] = internal ? kInternal : p.op;
   abi::Slot& dst = ring_[t & mask_];
   for (uint32_t i = 0; i < abi::kSlotChunks; ++i) store16(&dst.c[i], &img.c[i]);
+  if (parked_.load(std::memory_order_seq_cst)) {
+    {
+      std::lock_guard<std::mutex> lock(wake_mutex_);
+      woken_ = true;
+    }
+    wake_cv_.notify_one();
+  }
+}
+
+void SubmitQueue::wait_for_work(std::chrono::microseconds timeout) {
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  wake_cv_.wait_for(lock, timeout, [&] { return woken_; });
+  woken_ = false;
 }
 
 bool SubmitQueue::read_record(uint64_t t, abi::Completion& c) const {

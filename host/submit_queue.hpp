@@ -12,6 +12,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -53,6 +55,14 @@ class SubmitQueue {
   /// The counts behind gpuos_get_stats, which must not lag the waits that returned before it.
   uint64_t reap_current();
 
+  /// The ring has no consumer: the resident kernel left the GPU while idle (parked). A publish then
+  /// wakes the thread in wait_for_work (the monitor), which launches the kernel again. (That thread also
+  /// sees issued() move on its own: the wake only spares the new task its polling interval.)
+  void set_parked(bool parked) noexcept { parked_.store(parked, std::memory_order_seq_cst); }
+  bool parked() const noexcept { return parked_.load(std::memory_order_seq_cst); }
+  /// Returns after a publish while parked, or after `timeout`.
+  void wait_for_work(std::chrono::microseconds timeout);
+
   uint64_t issued() const noexcept { return tail_.load(std::memory_order_acquire); }
   uint64_t retired() const noexcept { return retired_.load(std::memory_order_acquire); }
   uint64_t failed() const noexcept { return failed_count_.load(std::memory_order_relaxed); }
@@ -78,6 +88,10 @@ class SubmitQueue {
   std::vector<uint16_t> ops_;  // op of the ticket occupying each slot (for per-op counts; kInternal: none)
   static constexpr uint16_t kInternal = GPUOS_OP_DEPS;
   std::atomic<uint64_t> failed_count_{0};
+  alignas(64) std::atomic<bool> parked_{false};
+  std::mutex wake_mutex_;
+  std::condition_variable wake_cv_;
+  bool woken_ = false;  // under wake_mutex_
   std::atomic<uint64_t> per_op_completed_[GPUOS_MAX_OPS] = {};
   std::atomic<uint64_t> per_op_failed_[GPUOS_MAX_OPS] = {};
   mutable std::mutex failures_mutex_;

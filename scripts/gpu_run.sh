@@ -5,7 +5,8 @@
 #   scripts/gpu_run.sh OUT_DIR [BUILD_DIR] [PART...]
 #
 # PART: tests (every GPU suite binary), run (gpuos run --ops-dir examples/ops), dispatch, throughput,
-# graph, large, hotpatch, alloc, module; default: tests run dispatch throughput graph large hotpatch.
+# graph, sharing, large, hotpatch, alloc, module; default: tests run dispatch throughput graph sharing large
+# hotpatch.
 # Environment: REPEAT (runs of each test binary, default 1), STEP_TIMEOUT (seconds per step, default 300),
 # BENCH_ARGS_<part> (extra arguments of that benchmark, e.g. BENCH_ARGS_large="--sizes 67108864").
 # Logs and JSON go to OUT_DIR/logs, packed into OUT_DIR/logs.tar.gz; a summary line per step goes to
@@ -16,7 +17,7 @@ out=${1:?usage: scripts/gpu_run.sh OUT_DIR [BUILD_DIR] [PART...]}
 build=${2:-build}
 shift $(( $# >= 2 ? 2 : $# ))
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(tests run dispatch throughput graph large hotpatch)
+[ ${#parts[@]} -eq 0 ] && parts=(tests run dispatch throughput graph sharing large hotpatch)
 repeat=${REPEAT:-1}
 limit=${STEP_TIMEOUT:-300}
 logs=$out/logs
@@ -90,7 +91,7 @@ for part in "${parts[@]}"; do
         done
       done ;;
     run) step "gpuos run --ops-dir" "$logs/gpuos_run.log" "$build/tools/gpuos" run --ops-dir examples/ops ;;
-    dispatch|throughput|graph|large|hotpatch|alloc|module)
+    dispatch|throughput|graph|sharing|large|hotpatch|alloc|module)
       extra_var=BENCH_ARGS_$part
       # shellcheck disable=SC2086  # word splitting of the extra arguments is intended
       step "bench_$part" "$logs/bench_$part.log" "$build/bench/bench_$part" --json "$logs/bench_$part.json" ${!extra_var:-}

@@ -203,4 +203,33 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes) {
   copy_stream().download(dst, reinterpret_cast<CUdeviceptr>(src), bytes);
 }
 
+void run_fresh_module(const Stream& s, CUdeviceptr out, std::uint32_t value) {
+  static constexpr const char* kPtx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .entry fresh_fill(.param .u64 p, .param .u32 value) {
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [value];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r2, %tid.x;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd2, %rd2, %rd3;
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+)";
+  CUmodule m = nullptr;
+  GPUOS_CU_TRY(drv().cuModuleLoadData(&m, kPtx));
+  CUfunction f = nullptr;
+  CUresult r = drv().cuModuleGetFunction(&f, m, "fresh_fill");
+  void* args[] = {&out, &value};
+  if (r == CUDA_SUCCESS) r = drv().cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, s.get(), args, nullptr);
+  if (r == CUDA_SUCCESS) r = drv().cuStreamSynchronize(s.get());
+  drv().cuModuleUnload(m);
+  GPUOS_CU_TRY(r);
+}
+
 }  // namespace gpuos::support

@@ -12,6 +12,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -165,6 +166,12 @@ class OwnContext {
   CUcontext ctx_ = nullptr;
   CUcontext previous_ = nullptr;
 };
+
+/// Loads a module the process has never loaded (as a framework loads a kernel lazily, on its first
+/// launch: PTX, which the driver compiles), runs its kernel on `s` (one block of 256 threads, each
+/// writing `value` to out[thread]), waits for it and unloads the module. For the tests and benchmarks of
+/// sharing the GPU with a runtime: a module load waits for every kernel of the context to end.
+void run_fresh_module(const Stream& s, CUdeviceptr out, std::uint32_t value);
 
 /// The process's copy stream (created on first use, in the context ensure_context() makes current).
 const Stream& copy_stream();

@@ -56,7 +56,20 @@ typedef struct gpuos_options {
   uint32_t sm_budget;      /* SMs the kernel may occupy; 0 = all. The rest stay free for other work. */
   uint32_t queue_capacity; /* ring slots, a power of two in [64, 2^22]; default 65536 */
   uint32_t blocks_per_sm;  /* 0 = as many as the occupancy calculator allows */
-  uint32_t reserved[3];
+  /* Sharing the GPU with other CUDA code in the process (docs/design.md, "Sharing the GPU"). A kernel
+   * that never ends makes the driver calls that wait for an idle device wait for ever: a device
+   * synchronization, cudaFree, a module load (a framework's lazily loaded kernels). So the resident
+   * kernel never stays for good:
+   * slice_us: under load it leaves the GPU after this long and is launched again at once; such a call
+   *   waits about one slice (a module load two, three in the tail) plus the tasks the kernel had
+   *   already taken. Each slice costs a pause of ~0.1-0.2 ms (H100). Default 5000; 0 = never (only
+   *   for a process with no other CUDA user); otherwise in [100, 10000000].
+   * park_us: idle (nothing in flight, nothing submitted) this long, it leaves the GPU until the next
+   *   submission, which launches it again (~80 us more for that task on an H100). Default 2000;
+   *   0 = never; otherwise in [100, 10000000]. */
+  uint32_t slice_us;
+  uint32_t park_us;
+  uint32_t reserved;
   /* The device heap (gpuos_alloc, gpuos::dev::malloc): device memory allocated at boot that lives as long
    * as the runtime, across suspend/resume. 0 = no heap; otherwise at least 1 MiB. Default 256 MiB. */
   uint64_t heap_bytes;
@@ -143,7 +156,7 @@ typedef struct gpuos_stats {
   uint64_t failed;      /* tasks the device rejected */
   uint64_t queue_depth; /* submitted - completed */
   uint64_t heartbeat;   /* the kernel's front-end loop counter (moves while the kernel runs) */
-  uint64_t launches;    /* kernel launches so far (boot, resumes, generation switches, idle unloads) */
+  uint64_t launches;    /* kernel launches so far (boot, resumes, generation switches, slices, parks) */
 } gpuos_stats;
 /* Per-operator counts are in gpuos_op_info (gpuos_list_ops). */
 

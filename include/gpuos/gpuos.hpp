@@ -104,6 +104,13 @@ struct Options : gpuos_options {
   Options& with_device(int d) { device = d; return *this; }
   Options& with_sm_budget(std::uint32_t s) { sm_budget = s; return *this; }
   Options& with_queue_capacity(std::uint32_t c) { queue_capacity = c; return *this; }
+  /// How long the kernel stays resident under load, and idle, before it leaves the GPU (gpuos_options
+  /// slice_us, park_us; 0 = never).
+  Options& with_residency(std::uint32_t slice, std::uint32_t park) {
+    slice_us = slice;
+    park_us = park;
+    return *this;
+  }
   Options& with_heap(std::uint64_t bytes, std::uint32_t flags = 0) {
     heap_bytes = bytes;
     heap_flags = flags;

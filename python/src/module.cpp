@@ -129,6 +129,8 @@ gpuos::Options options_of(const nb::kwargs& kw, OptionStrings& keep) {
     else if (key == "sm_budget") o.sm_budget = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "queue_capacity") o.queue_capacity = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "blocks_per_sm") o.blocks_per_sm = option_value<std::uint32_t>(key, v, "an int >= 0");
+    else if (key == "slice_us") o.slice_us = option_value<std::uint32_t>(key, v, "an int >= 0");
+    else if (key == "park_us") o.park_us = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "heap_bytes") o.heap_bytes = option_value<std::uint64_t>(key, v, "an int >= 0");
     else if (key == "heap_arenas") o.heap_arenas = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "heap_checked") o.heap_flags = option_value<bool>(key, v, "a bool") ? GPUOS_HEAP_CHECKED : 0u;
@@ -382,8 +384,8 @@ NB_MODULE(_gpuos, m) {
 
   nb::class_<PyRuntime>(m, "Runtime",
                         "A resident kernel on one GPU. Options as keywords: device, sm_budget, queue_capacity, "
-                        "blocks_per_sm, heap_bytes, heap_arenas, heap_checked, cache_dir, include_dir, cccl_dir "
-                        "(docs/configuration.md). Use it as a context manager, or call close().")
+                        "blocks_per_sm, slice_us, park_us, heap_bytes, heap_arenas, heap_checked, cache_dir, include_dir, "
+                        "cccl_dir (gpuos/gpuos.h, docs/configuration.md). Use it as a context manager, or call close().")
       .def(nb::new_([](const nb::kwargs& kw) {
         OptionStrings keep;
         const gpuos::Options o = options_of(kw, keep);

@@ -34,6 +34,13 @@ def test_options_are_checked():
         gpuos.Runtime(queue_capacity="many")
     with pytest.raises(TypeError, match="option sm_budget"):
         gpuos.Runtime(sm_budget=-1)
+    with pytest.raises(gpuos.Error, match="slice_us must be 0 \\(never\\) or in \\[100, 10000000\\]") as e:
+        gpuos.Runtime(slice_us=50)
+    assert e.value.status == "GPUOS_ERR_INVALID_ARG"
+    with pytest.raises(gpuos.Error, match="park_us must be 0"):
+        gpuos.Runtime(park_us=20_000_000)
+    with pytest.raises(TypeError, match="option park_us takes an int >= 0"):
+        gpuos.Runtime(park_us=-1)
     with pytest.raises(TypeError, match="option device takes an int"):
         gpuos.query_device(device=1.5)
 

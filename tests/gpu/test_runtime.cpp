@@ -12,7 +12,7 @@ using namespace gpuos;
 using namespace std::chrono_literals;
 
 TEST_CASE("boot, run a nop, shut down") {
-  Runtime rt;
+  Runtime rt(Options().with_residency(0, 0));  // launches counted: the boot's alone (no slice, no park)
   const DeviceInfo d = rt.device_info();
   CHECK(d.grid_blocks >= 2);
   CHECK(d.block_threads == 256);
@@ -26,7 +26,7 @@ TEST_CASE("boot, run a nop, shut down") {
 }
 
 TEST_CASE("the heartbeat moves while the kernel runs") {
-  Runtime rt;
+  Runtime rt(Options().with_residency(0, 0));  // idle, but resident: no park
   const uint64_t h0 = rt.stats().heartbeat;
   std::this_thread::sleep_for(50ms);
   const uint64_t h1 = rt.stats().heartbeat;

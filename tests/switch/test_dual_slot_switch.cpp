@@ -18,7 +18,7 @@ TEST_CASE("dual slot: 400 alias flips and rollbacks under load from 4 threads: o
   constexpr size_t kPerThread = 1u << 20;
   test::DeviceBuffer out(kThreads * kPerThread);
   out.upload(std::vector<float>(kThreads * kPerThread, 0.0f));
-  Runtime rt;
+  Runtime rt(Options().with_residency(0, 0));  // launches counted: no quiesce during the flips
   rt.load_operator_source("tag_a.cu", test::tag_source("tag_a", 1));
   rt.load_operator_source("tag_b.cu", test::tag_source("tag_b", 2));
   // The boot image is retired now; a suspend unloads it, so no idle-time unload (a relaunch) can

@@ -26,7 +26,7 @@ TEST_CASE("online switch: an operator overwritten 6 times under load from 4 thre
   uint64_t submitted = 0;
   std::vector<float> h;
   {
-    Runtime rt;
+    Runtime rt(Options().with_residency(0, 0));  // launches counted: the switches' alone (no slice)
     const auto g1 = rt.load_operator_source("tag.cu", test::tag_source("tag", 1));
     CHECK(g1.number == 1);
     CHECK(g1.changed == 1);
@@ -149,7 +149,9 @@ TEST_CASE("online switch: old images are retired, then unloaded once the runtime
   constexpr size_t n = 4096;
   test::DeviceBuffer out(n);
   out.upload(std::vector<float>(n, 0.0f));
-  Runtime rt;
+  // Launches counted: the switches' and the idle unload's alone (no slice; no park, which would unload
+  // the retired images without a relaunch).
+  Runtime rt(Options().with_residency(0, 0));
   // A thread keeps the runtime busy, so no idle-time unload happens during the switches (compiles).
   std::atomic<bool> stop{false};
   std::thread busy([&] {
@@ -194,7 +196,7 @@ TEST_CASE("online switch: a shutdown while the idle unload of retired images has
   // under a running kernel (a wait for ever). Sweep the shutdown across the window.
   for (int delay_ms : {21, 25, 30, 36}) {
     CAPTURE(delay_ms);
-    Runtime rt;
+    Runtime rt(Options().with_residency(0, 0));  // the idle unload's window, not a park's
     std::atomic<bool> stop{false};
     std::thread busy([&] {  // no idle unload during the switches
       while (!stop.load()) rt.wait(rt.submit(ops::nop()));

@@ -37,6 +37,32 @@ TEST_CASE("options: defaults and validation before any device is touched") {
   CHECK(std::string(gpuos_last_error()).find("struct_size") != std::string::npos);
 }
 
+TEST_CASE("options: residency defaults and validation") {
+  gpuos_options o;
+  gpuos_options_init(&o);
+  CHECK(o.slice_us == 5000);
+  CHECK(o.park_us == 2000);
+  gpuos_runtime* rt = nullptr;
+  for (uint32_t bad : {1u, 99u, 10000001u}) {
+    gpuos_options_init(&o);
+    o.slice_us = bad;
+    CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+    CHECK(std::string(gpuos_last_error()).find("slice_us must be 0 (never) or in [100, 10000000]") != std::string::npos);
+    gpuos_options_init(&o);
+    o.park_us = bad;
+    CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+    CHECK(std::string(gpuos_last_error()).find("park_us must be 0") != std::string::npos);
+  }
+  gpuos_options_init(&o);
+  o.reserved = 1;
+  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+  CHECK(std::string(gpuos_last_error()).find("reserved") != std::string::npos);
+  CHECK(rt == nullptr);
+  const gpuos::Options cpp = gpuos::Options().with_residency(0, 500);
+  CHECK(cpp.slice_us == 0);
+  CHECK(cpp.park_us == 500);
+}
+
 TEST_CASE("options: the heap's defaults and validation") {
   gpuos_options o;
   gpuos_options_init(&o);
