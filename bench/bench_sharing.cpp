@@ -9,6 +9,9 @@
 //   costs   what the bounded residency costs gpuos (the default, and 2 ms slices), against the same runtime
 //           with slice and park off (0, 0), in the same process: the nop round trip (p50, p99), tiny-task throughput, and the
 //           round trip of the first task after an idle period (the kernel parked: the task launches it).
+//   stream  the round trip of a nop submitted on a CUDA stream (gpuos_submit_on_stream) + the stream's
+//           sync, beside the nop's through the host doorbell (submit + wait) and an empty kernel launched
+//           on a stream + its sync (before boot).
 //
 // Every framework call runs on a thread of its own under a watchdog: one that has not returned after
 // 60 s ends the run (exit status 1) with the runtime's report. Every gpuos task's effect is checked.
@@ -100,7 +103,8 @@ struct Costs {
   std::string setting;
   LatencySummary nop;
   double tasks_per_s = 0;
-  LatencySummary after_park;  // default setting only
+  LatencySummary after_park;  // settings that park
+  LatencySummary on_stream;   // the first setting only: a nop submitted on a stream, + the stream's sync
 };
 
 int bench_main(int argc, char** argv) {
@@ -157,6 +161,21 @@ int bench_main(int argc, char** argv) {
   std::vector<CallResult> results;
   std::printf("framework calls from another thread (%d reps each)\n", c.reps);
   measure_calls(calls, "no gpuos", c.reps, [] { return std::string("(no runtime)"); }, results);
+
+  // The stream-ordered round trip's baseline, before boot: an empty kernel launched on a stream + its sync.
+  LatencySummary launch_rt;
+  {
+    const Stream own;
+    std::vector<double> us;
+    for (int i = 0; i < c.iters / 10 + 100; ++i) {
+      const std::int64_t t0 = now_ns();
+      empty.launch(own.get());
+      own.sync();
+      if (i >= 100) us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);
+    }
+    launch_rt = LatencySummary::of(us);
+    std::printf("an empty kernel launched on a stream + its sync: p50 %.1f us p99 %.1f us\n", launch_rt.p50, launch_rt.p99);
+  }
 
   std::uint64_t next = 0;  // counters handed to tasks so far (each incremented once)
   std::vector<Costs> costs;
@@ -222,6 +241,18 @@ int bench_main(int argc, char** argv) {
       if (i >= 1000) us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);
     }
     k.nop = LatencySummary::of(us);
+    if (&st == &settings[0]) {
+      // Stream-ordered: the host function, the task and its signal, the stream's wait, the sync.
+      const Stream own;
+      std::vector<double> sus;
+      for (int i = 0; i < c.iters / 10 + 100; ++i) {
+        const std::int64_t t0 = now_ns();
+        rt.submit_on_stream(ops::nop(), own.get());
+        own.sync();
+        if (i >= 100) sus.push_back(static_cast<double>(now_ns() - t0) * 1e-3);
+      }
+      k.on_stream = LatencySummary::of(sus);
+    }
     // Throughput: 2M nops in batches of 4096, in flight together.
     const std::vector<Task> batch(4096, ops::nop());
     const std::int64_t t0 = now_ns();
@@ -242,6 +273,7 @@ int bench_main(int argc, char** argv) {
     std::printf("gpuos, %-40s nop p50 %.2f us p99 %.2f us | %.1f M tiny tasks/s", k.setting.c_str(), k.nop.p50, k.nop.p99,
                 k.tasks_per_s * 1e-6);
     if (bounded) std::printf(" | first task after park p50 %.1f us max %.1f us", k.after_park.p50, k.after_park.max);
+    if (k.on_stream.count) std::printf(" | nop on a stream + sync p50 %.1f us p99 %.1f us", k.on_stream.p50, k.on_stream.p99);
     std::printf("\n");
     costs.push_back(std::move(k));
   }
@@ -260,6 +292,7 @@ int bench_main(int argc, char** argv) {
         .array("ms", r.ms)
         .end_object();
   j.end_array();
+  j.field("launch_on_stream_p50_us", launch_rt.p50).field("launch_on_stream_p99_us", launch_rt.p99);
   j.begin_array("costs");
   for (const Costs& k : costs) {
     j.begin_object()
@@ -269,6 +302,7 @@ int bench_main(int argc, char** argv) {
         .field("nop_max_us", k.nop.max)
         .field("tasks_per_s", k.tasks_per_s);
     if (k.after_park.count) j.field("after_park_p50_us", k.after_park.p50).field("after_park_max_us", k.after_park.max);
+    if (k.on_stream.count) j.field("on_stream_p50_us", k.on_stream.p50).field("on_stream_p99_us", k.on_stream.p99);
     j.end_object();
   }
   j.end_array();

@@ -181,6 +181,11 @@ gpuos_status gpuos_lane_destroy(gpuos_runtime* rt, gpuos_lane* lane) {
   });
 }
 
+gpuos_status gpuos_submit_on_stream(gpuos_runtime* rt, const gpuos_task* task, void* stream) {
+  GPUOS_REQUIRE(rt && task, "rt or task is NULL");
+  return run([&] { rt->impl.submit_on_stream(*task, static_cast<CUstream>(stream)); });
+}
+
 gpuos_status gpuos_submit_after(gpuos_runtime* rt, const gpuos_task* task, const uint64_t* after, size_t n_after,
                                 gpuos_lane* lane, uint64_t* ticket) {
   GPUOS_REQUIRE(rt && task && ticket, "rt, task or ticket is NULL");

@@ -45,6 +45,11 @@
   X(cuStreamDestroy)                            \
   X(cuStreamQuery)                              \
   X(cuStreamSynchronize)                        \
+  X(cuStreamWaitValue32)                        \
+  X(cuStreamIsCapturing)                        \
+  X(cuStreamBeginCapture)                       \
+  X(cuStreamEndCapture)                         \
+  X(cuLaunchHostFunc)                           \
   X(cuEventCreate)                              \
   X(cuEventDestroy)                             \
   X(cuEventRecord)                              \
@@ -60,6 +65,7 @@
   X(cuMemcpyDtoH)                               \
   X(cuMemcpyHtoDAsync)                          \
   X(cuMemcpyDtoHAsync)                          \
+  X(cuMemcpyDtoDAsync)                          \
   X(cuMemsetD8Async)                            \
   X(cuMemsetD32Async)                           \
   X(cuGraphCreate)                              \

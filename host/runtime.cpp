@@ -10,6 +10,7 @@
 #include "host/image_set.hpp"
 #include "host/monitor.hpp"
 #include "host/resident.hpp"
+#include "host/stream_submit.hpp"
 #include "host/submitter.hpp"
 
 namespace gpuos::detail {
@@ -61,6 +62,7 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
     for (const TableRow& r : read_jump_table(boot.module)) registry_.accept().accept(r.id, r.arg_bytes);
     kernel_ = std::make_unique<ResidentKernel>(ctx_, *images_, run_, cfg_, log2_of(opts_.queue_capacity));
     submitter_ = std::make_unique<Submitter>(kernel_->queue(), run_, registry_.accept());
+    streams_ = std::make_unique<StreamSubmitter>(ctx_, *submitter_, run_);
     heap_ = std::make_unique<HeapClient>(opts_, dev_.info, boot.module, kernel_->stream());
     kernel_->set_heap(heap_->control());
     gens_ = std::make_unique<Generations>(ctx_, opts_, dev_.info, cfg_, registry_, *kernel_, *submitter_, run_);
@@ -119,6 +121,7 @@ void Runtime::shutdown() noexcept {
   graphs_.reset();
   gens_.reset();
   heap_.reset();
+  streams_.reset();
   submitter_.reset();
   kernel_.reset();
   images_.reset();
@@ -136,6 +139,10 @@ void Runtime::shutdown() noexcept {
 bool Runtime::submit(const gpuos_task* tasks, std::size_t n, bool blocking, std::uint64_t& first) {
   return submitter_->submit(tasks, n, blocking, first);
 }
+
+void Runtime::submit_on_stream(const gpuos_task& task, CUstream stream) { streams_->submit(task, stream); }
+
+std::uint64_t Runtime::stream_failures() const { return streams_ ? streams_->failures() : 0; }
 
 std::uint64_t Runtime::submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane) {
   return submitter_->submit_after(task, after, n, lane);
@@ -175,7 +182,11 @@ std::string Runtime::diagnose() {
   Snapshot s;
   if (run_.faulted()) s.fault = run_.fault_reason();
   kernel_->snapshot(s);
-  return detail::diagnose(s);
+  std::string report = detail::diagnose(s);
+  if (const std::uint64_t f = stream_failures())
+    report += "stream-ordered tasks not run (their stream reached them after the runtime closed or faulted): " +
+              std::to_string(f) + "\n";
+  return report;
 }
 
 // ---- operators ----------------------------------------------------------------------------------------------

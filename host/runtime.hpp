@@ -4,6 +4,7 @@
 //   ResidentKernel  the kernel's memory, launches, stops, suspend/resume, stop-time checks
 //   OpRegistry      operator names, ids, aliases, the accept table (pure)
 //   Submitter       validation, admission, back-pressure, waits and drains
+//   StreamSubmitter tasks in a CUDA stream's order (host functions and memory waits on the stream)
 //   HeapClient      the device heap's memory and the host's requests
 //   Generations     compile, plan, link and switch; aliases
 //   Graphs          task graphs' instances and launches
@@ -37,6 +38,7 @@ namespace gpuos::detail {
 class ImageSet;
 class ResidentKernel;
 class Submitter;
+class StreamSubmitter;
 class HeapClient;
 class Generations;
 class Graphs;
@@ -54,6 +56,8 @@ class Runtime {
   bool submit(const gpuos_task* tasks, std::size_t n, bool blocking, std::uint64_t& first);
   /// A task that runs after the tickets after[0..n) and the lane's previous task (lane may be null).
   std::uint64_t submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane);
+  /// A task that runs in `stream`'s order (gpuos_submit_on_stream).
+  void submit_on_stream(const gpuos_task& task, CUstream stream);
   /// Task graphs' instances and launches.
   Graphs& graphs() { return *graphs_; }
   /// GPUOS_OK, GPUOS_ERR_TIMEOUT, GPUOS_ERR_TASK_FAILED (message in `why`) or GPUOS_ERR_DEVICE_FAULT.
@@ -65,6 +69,8 @@ class Runtime {
   void resume();
   /// Plain-text report of the internal state (gpuos_diagnose).
   std::string diagnose();
+  /// Stream-ordered tasks that did not run: the runtime closed or faulted before their stream reached them.
+  std::uint64_t stream_failures() const;
   /// Stops accepting tasks, drains, stops the kernel. Idempotent. Waits and stats keep working.
   void close();
 
@@ -98,6 +104,7 @@ class Runtime {
   std::unique_ptr<ImageSet> images_;
   std::unique_ptr<ResidentKernel> kernel_;
   std::unique_ptr<Submitter> submitter_;
+  std::unique_ptr<StreamSubmitter> streams_;
   std::unique_ptr<HeapClient> heap_;
   std::unique_ptr<Generations> gens_;
   std::unique_ptr<Graphs> graphs_;

@@ -120,6 +120,15 @@ std::uint64_t Submitter::submit_after(const gpuos_task& task, const std::uint64_
   return enqueue_after(p, deps, lane);
 }
 
+std::uint64_t Submitter::submit_signaled(const gpuos_task& task, float* flag) {
+  const abi::Payload p = payload_of(task, "");
+  const gpuos_fill_args a{flag, 1, 1.0f, 0};
+  const abi::Payload signal = payload_of(gpuos_task{GPUOS_OP_FILL, 1, &a, sizeof a, 0}, "signal: ");
+  const std::uint64_t t = enqueue_one(p);
+  enqueue_after(signal, {Dep{t, true}}, nullptr);
+  return t;
+}
+
 std::uint64_t Submitter::enqueue_one(const abi::Payload& p) {
   std::uint64_t t = 0;
   enqueue(&p, 1, true, t);

@@ -40,6 +40,12 @@ class Submitter {
   /// Validates a user task and enqueues it to run after every ticket of after[0..n) and, with a lane,
   /// after the lane's previous task. Returns its ticket. Blocks while the ring is full.
   std::uint64_t submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane);
+  /// Throws Failure(GPUOS_ERR_INVALID_ARG) unless `task` could be submitted (operator, arguments, tiles).
+  void validate(const gpuos_task& task) const { (void)payload_of(task, ""); }
+  /// Submits `task`, then a signal that writes 1.0f to `*flag` (the built-in fill, one element) once the
+  /// task has completed, failed or not (an order-only dependency). Returns the task's ticket. Blocks
+  /// while the ring is full.
+  std::uint64_t submit_signaled(const gpuos_task& task, float* flag);
   /// Enqueues validated payloads (the runtime's own requests). Blocks while the ring is full.
   std::uint64_t enqueue_one(const abi::Payload& p);
   /// Enqueues validated payload `p` to run after `deps` (each issued before; checked by the caller) and

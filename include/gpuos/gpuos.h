@@ -129,6 +129,20 @@ GPUOS_API gpuos_status gpuos_submit_batch(gpuos_runtime* rt, const gpuos_task* t
 /* A lane: the tasks submitted to it run one after the other, each once the lane's previous one has
  * completed (successfully or not: a lane orders, it does not pass failures on). Lanes run concurrently.
  * Thread-safe: concurrent submissions to one lane are ordered as they reach it. */
+/* Submits a task in a CUDA stream's order: it runs once the work put on `stream` (a CUstream or
+ * cudaStream_t; NULL: the legacy default stream) before this call is done, and the stream's later work
+ * waits for it. Ordered with a framework's kernels on that stream, and recorded when the stream is being
+ * captured into a CUDA graph (each replay runs the task again). On the stream: a host function that
+ * submits the task when the stream reaches it, and a wait for its completion (docs/design.md,
+ * "Stream-ordered submission"); no ticket is returned (a captured task gets one per replay). The task is
+ * validated here. Blocks while the stream holds 64 such tasks not yet reached; GPUOS_ERR_QUEUE_FULL
+ * beyond 8,192 in flight or captured. A task the stream reaches after the runtime closed or faulted does
+ * not run, and the stream goes on (counted in the diagnosis). Destroy the runtime only once no stream
+ * holds such a task it has not reached (freeing device memory waits for that stream): synchronize the
+ * stream, or gpuos_shutdown first. A round trip costs ~60 us on an H100 (the driver's host function and
+ * stream wait). Thread-safe. */
+GPUOS_API gpuos_status gpuos_submit_on_stream(gpuos_runtime* rt, const gpuos_task* task, void* stream);
+
 typedef struct gpuos_lane gpuos_lane;
 GPUOS_API gpuos_status gpuos_lane_create(gpuos_runtime* rt, gpuos_lane** out);
 /* NULL is a no-op. Tasks already submitted to the lane are not affected. */

@@ -163,6 +163,11 @@ class Runtime {
     detail::check(s);
     return k;
   }
+  /// Submits a task in `stream`'s order (a CUstream or cudaStream_t; gpuos_submit_on_stream).
+  void submit_on_stream(const Task& t, void* stream) {
+    const gpuos_task c = t.c();
+    detail::check(gpuos_submit_on_stream(rt_, &c, stream));
+  }
   /// Submits tasks with consecutive tickets; returns the first.
   Ticket submit_batch(std::span<const Task> ts) {
     std::vector<gpuos_task> c;

@@ -121,6 +121,34 @@ T option_value(const std::string& key, nb::handle v, const char* expected) {
   return out;
 }
 
+/// A CUDA stream handle from Python: an int (0: the legacy default stream), or an object with
+/// `__cuda_stream__` (the CUDA stream protocol: a method returning (version, handle)), `cuda_stream`
+/// (torch.cuda.Stream) or `ptr` (cupy.cuda.Stream).
+void* stream_of(nb::handle s) {
+  nb::handle h = s;
+  nb::object held;
+  if (!nb::isinstance<nb::int_>(s)) {
+    if (nb::hasattr(s, "__cuda_stream__")) {
+      held = s.attr("__cuda_stream__");
+      if (PyCallable_Check(held.ptr())) held = held();
+      if (!nb::isinstance<nb::tuple>(held) || nb::len(held) != 2)
+        throw nb::type_error("stream: __cuda_stream__ must give a (version, handle) tuple");
+      held = nb::borrow(held[1]);
+    } else if (nb::hasattr(s, "cuda_stream")) {
+      held = s.attr("cuda_stream");
+    } else if (nb::hasattr(s, "ptr")) {
+      held = s.attr("ptr");
+    } else {
+      throw nb::type_error(("stream takes an int or a CUDA stream object (__cuda_stream__, cuda_stream or ptr), got " +
+                            nb::cast<std::string>(nb::repr(s))).c_str());
+    }
+    h = held;
+  }
+  std::uint64_t v = 0;
+  if (!nb::try_cast(h, v)) throw nb::type_error("stream: the handle must be a non-negative int");
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v));
+}
+
 gpuos::Options options_of(const nb::kwargs& kw, OptionStrings& keep) {
   gpuos::Options o;
   for (auto [k, v] : kw) {
@@ -396,8 +424,18 @@ NB_MODULE(_gpuos, m) {
       .def("__enter__", [](nb::handle self) { return self; })
       .def("__exit__", [](PyRuntime& r, nb::args) { r.close(); })
       .def(
-          "submit", [](PyRuntime& r, const gpuos::Task& t) { return unlocked([&] { return r.rt().submit(t); }); },
-          "task"_a, "Submits a task; blocks while the queue is full. Returns its ticket.")
+          "submit",
+          [](PyRuntime& r, const gpuos::Task& t, nb::handle stream) -> nb::object {
+            if (stream.is_none()) return nb::cast(unlocked([&] { return r.rt().submit(t); }));
+            void* st = stream_of(stream);
+            unlocked([&] { r.rt().submit_on_stream(t, st); });
+            return nb::none();
+          },
+          "task"_a, "stream"_a = nb::none(),
+          "Submits a task; blocks while the queue is full. Returns its ticket. With `stream` (an int handle or a "
+          "CUDA stream object, e.g. torch.cuda.current_stream()), the task runs in that stream's order instead: "
+          "after the stream's earlier work, before its later work, and recorded by a CUDA graph capture of the "
+          "stream; then it returns None (no ticket: a captured task runs once per replay).")
       .def(
           "submit_after",
           [](PyRuntime& r, const gpuos::Task& t, const std::vector<std::uint64_t>& after, std::optional<PyLane*> lane) {

@@ -74,3 +74,37 @@ def test_dependencies_lanes_and_graphs(gpu):
             assert rt.wait(last, timeout=10)
         assert rt.drain(timeout=10)
     assert torch.all(x == 150.0 + 55.0)
+
+
+def test_tasks_on_torch_streams_and_in_a_captured_torch_graph(gpu):
+    n = 1 << 16
+    x = torch.zeros(n, device="cuda")
+    y = torch.zeros(n, device="cuda")
+    snaps = torch.zeros(100, n, device="cuda")
+    torch.cuda.synchronize()
+    with gpuos.Runtime(sm_budget=16) as rt:
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            for k in range(1, 101):
+                x.fill_(float(k))  # torch, on s
+                assert rt.submit(gpuos.ops.axpy(y, 1.0, x), stream=s) is None  # gpuos, after it on s
+                snaps[k - 1].copy_(y)  # torch, after the task
+        s.synchronize()
+        expect = torch.tensor([k * (k + 1) / 2 for k in range(1, 101)], device="cuda")
+        assert torch.all(snaps == expect[:, None])
+        # Captured with torch ops around it (global capture mode, torch's default); every replay runs it.
+        static_x = torch.ones(n, device="cuda")
+        out = torch.zeros(n, device="cuda")
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            tmp = static_x * 2
+            rt.submit(gpuos.ops.axpy(out, 1.0, tmp), stream=torch.cuda.current_stream())
+            res = out + 0
+        assert torch.all(out == 0)  # captured, not run
+        for _ in range(5):
+            g.replay()
+        torch.cuda.current_stream().synchronize()
+        assert torch.all(out == 10.0)
+        assert torch.all(res == 10.0)
+        with pytest.raises(TypeError, match="stream takes an int or a CUDA stream object"):
+            rt.submit(gpuos.ops.axpy(out, 1.0, tmp), stream="nope")

@@ -1,0 +1,63 @@
+// Stream-ordered submission (gpuos_submit_on_stream): a task that runs in a CUDA stream's order, after
+// the stream's earlier work and before its later work, so it mixes with a framework's kernels on that
+// stream and is recorded when the stream is captured into a CUDA graph.
+//
+// What goes on the stream, per task:
+//   1. a host function (cuLaunchHostFunc): when the stream reaches it (the earlier work is done), it
+//      resets a flag word (mapped pinned memory) and submits the task through the ring, followed by a
+//      signal task that writes 1.0f into the flag once the task has completed (the built-in fill, with
+//      an order-only dependency: it runs whether the task failed or not);
+//   2. a wait for the flag (cuStreamWaitValue32): the stream's later work starts after the task.
+// Both capture as graph nodes (a host node and a memop node), so every replay submits the task again.
+//
+// Bounds and failures: a stream may hold at most kMaxInFlight such tasks whose host function has not
+// run yet (the driver hangs with about a thousand queued waits; 64 are fine on an H100), submit_on_stream
+// waits for room beyond that. A host function that cannot submit (the runtime closed or faulted) writes
+// the flag itself, so the stream never waits for ever; it counts the task as not run (stream_failures).
+// A flag is reused once the stream has passed its wait: when the stream's next host function runs. A
+// captured task keeps its flag and its host function's data for good (the graph may be replayed at any
+// time); when anything was captured, destroying the runtime leaves the flags' memory allocated, and a
+// replay after that releases its stream without running the task.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <cuda.h>
+
+#include "gpuos/gpuos.h"
+#include "host/run_state.hpp"
+#include "host/submitter.hpp"
+
+namespace gpuos::detail {
+
+class StreamSubmitter {
+ public:
+  static constexpr std::uint32_t kFlags = 8192;      ///< flags in the pool (submissions in flight + captured)
+  static constexpr std::uint32_t kMaxInFlight = 64;  ///< per stream, host functions not yet run
+
+  StreamSubmitter(CUcontext ctx, Submitter& submitter, RunState& run);
+  /// Detaches the host functions still to run (they release their streams without submitting) and frees
+  /// the flags unless a capture may still use them.
+  ~StreamSubmitter();
+  StreamSubmitter(const StreamSubmitter&) = delete;
+  StreamSubmitter& operator=(const StreamSubmitter&) = delete;
+
+  /// Validates `task` and puts its host function and its wait on `stream` (a CUstream; 0 is the legacy
+  /// default stream). Blocks while the stream holds kMaxInFlight host functions not yet run.
+  void submit(const gpuos_task& task, CUstream stream);
+  /// Stream-ordered tasks whose host function could not submit them (the runtime closed or faulted).
+  std::uint64_t failures() const;
+
+  struct Shared;  // what the host functions reach (host/stream_submit.cpp)
+
+ private:
+  CUcontext ctx_;
+  RunState& run_;
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace gpuos::detail

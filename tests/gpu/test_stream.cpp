@@ -1,0 +1,110 @@
+// Stream-ordered submission (gpuos_submit_on_stream): a task runs after the stream's earlier work and
+// before its later work, a CUDA graph capture of the stream replays it, and a stream the runtime can no
+// longer serve goes on without it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "host/cu_check.hpp"
+#include "host/driver.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
+
+using namespace gpuos;
+using namespace std::chrono_literals;
+using detail::drv;
+
+namespace {
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("tasks on a stream run in its order, between the stream's own operations") {
+  constexpr std::size_t n = 4096;
+  constexpr int kSteps = 300;  // more than the 64 a stream may hold before submit_on_stream waits
+  test::DeviceBuffer x(n), y(n), snaps(n * kSteps);
+  y.upload(std::vector<float>(n, 0.0f));
+  support::Stream s;
+  Runtime rt(Options().with_sm_budget(16));
+  for (int k = 1; k <= kSteps; ++k) {
+    // x = k, then y += x (gpuos), then a copy of y: each must see the one before, with no host wait.
+    GPUOS_CU_TRY(drv().cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(x.get()), bits_of(static_cast<float>(k)), n, s.get()));
+    rt.submit_on_stream(ops::axpy(y.get(), 1.0f, x.get(), n), s.get());
+    GPUOS_CU_TRY(drv().cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(snaps.get() + (k - 1) * n),
+                                         reinterpret_cast<CUdeviceptr>(y.get()), n * sizeof(float), s.get()));
+  }
+  s.sync();
+  const std::vector<float> h = snaps.download();
+  std::size_t wrong = 0;
+  for (int k = 1; k <= kSteps; ++k)
+    for (std::size_t i = 0; i < n; ++i) wrong += h[(k - 1) * n + i] != static_cast<float>(k * (k + 1) / 2);
+  CHECK(wrong == 0);
+  CHECK(rt.stats().failed == 0);
+  const std::string report = rt.diagnose();
+  INFO(report);
+  CHECK(report.find("invariant violated") == std::string::npos);
+  CHECK(report.find("stream-ordered tasks not run") == std::string::npos);
+}
+
+TEST_CASE("a stream captured into a CUDA graph runs the task at every replay, in order") {
+  constexpr std::size_t n = 4096;
+  constexpr int kReplays = 20;
+  test::DeviceBuffer x(n), y(n), z(n);
+  y.upload(std::vector<float>(n, 0.0f));
+  z.upload(std::vector<float>(n, -1.0f));
+  support::Stream s;
+  Runtime rt(Options().with_sm_budget(16));
+  GPUOS_CU_TRY(drv().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL));
+  GPUOS_CU_TRY(drv().cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(x.get()), bits_of(1.0f), n, s.get()));
+  rt.submit_on_stream(ops::axpy(y.get(), 2.0f, x.get(), n), s.get());
+  GPUOS_CU_TRY(drv().cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(z.get()), reinterpret_cast<CUdeviceptr>(y.get()),
+                                       n * sizeof(float), s.get()));
+  CUgraph g = nullptr;
+  GPUOS_CU_TRY(drv().cuStreamEndCapture(s.get(), &g));
+  CUgraphExec ge = nullptr;
+  GPUOS_CU_TRY(drv().cuGraphInstantiateWithFlags(&ge, g, 0));
+  CHECK(rt.stats().submitted == 0);  // captured, not run
+  for (int r = 0; r < kReplays; ++r) GPUOS_CU_TRY(drv().cuGraphLaunch(ge, s.get()));
+  s.sync();
+  const std::vector<float> hy = y.download(), hz = z.download();
+  CHECK(std::count(hy.begin(), hy.end(), 2.0f * kReplays) == static_cast<long>(n));
+  CHECK(std::count(hz.begin(), hz.end(), 2.0f * kReplays) == static_cast<long>(n));
+  REQUIRE(test::drain_or_report(rt, 30s));
+  CHECK(rt.stats().failed == 0);
+  GPUOS_CU_TRY(drv().cuGraphExecDestroy(ge));
+  GPUOS_CU_TRY(drv().cuGraphDestroy(g));
+}
+
+TEST_CASE("a stream that reaches its tasks after the runtime shut down goes on without them") {
+  constexpr std::size_t n = 4096;
+  test::DeviceBuffer y(n), x(n);
+  y.upload(std::vector<float>(n, 0.0f));
+  x.upload(std::vector<float>(n, 1.0f));
+  support::MappedHost gate(64);
+  support::Stream s;
+  Runtime rt(Options().with_sm_budget(16));
+  // The stream is held at a gate the host opens later; the tasks wait behind it.
+  GPUOS_CU_TRY(drv().cuStreamWaitValue32(s.get(), gate.device<std::uint32_t>(), 1, CU_STREAM_WAIT_VALUE_EQ));
+  for (int i = 0; i < 3; ++i) rt.submit_on_stream(ops::axpy(y.get(), 1.0f, x.get(), n), s.get());
+  // A task that would fail validation is refused at once.
+  CHECK_THROWS_AS(rt.submit_on_stream(Task::make(GPUOS_OP_AXPY, 1, std::uint32_t{7}), s.get()), Error);
+  // Shut down (not destroyed: freeing device memory would wait for the held stream).
+  rt.shutdown();
+  __atomic_store_n(gate.host<std::uint32_t>(), 1u, __ATOMIC_RELEASE);
+  const auto t0 = std::chrono::steady_clock::now();
+  s.sync();  // returns: the host functions release the stream
+  CHECK(std::chrono::steady_clock::now() - t0 < 30s);
+  const std::vector<float> h = y.download();
+  CHECK(std::count(h.begin(), h.end(), 0.0f) == static_cast<long>(n));  // none ran
+  CHECK(rt.diagnose().find("stream-ordered tasks not run (their stream reached them after the runtime closed or faulted): 3") !=
+        std::string::npos);
+}
