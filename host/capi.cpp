@@ -270,18 +270,26 @@ gpuos_status gpuos_resume(gpuos_runtime* rt) {
   return run([&] { rt->impl.resume(); });
 }
 
+/// Copies text into buf (at most cap bytes, NUL-terminated when cap > 0); *needed = its length + 1.
+void copy_out(const std::string& r, char* buf, size_t cap, size_t* needed) {
+  if (needed) *needed = r.size() + 1;
+  if (cap > 0) {
+    const size_t n = std::min(cap - 1, r.size());
+    std::memcpy(buf, r.data(), n);
+    buf[n] = '\0';
+  }
+}
+
 gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed) {
   GPUOS_REQUIRE(rt, "rt is NULL");
   GPUOS_REQUIRE(buf || cap == 0, "buf is NULL with cap > 0");
-  return run([&] {
-    const std::string r = rt->impl.diagnose();
-    if (needed) *needed = r.size() + 1;
-    if (cap > 0) {
-      const size_t n = std::min(cap - 1, r.size());
-      std::memcpy(buf, r.data(), n);
-      buf[n] = '\0';
-    }
-  });
+  return run([&] { copy_out(rt->impl.diagnose(), buf, cap, needed); });
+}
+
+gpuos_status gpuos_metrics(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  GPUOS_REQUIRE(buf || cap == 0, "buf is NULL with cap > 0");
+  return run([&] { copy_out(rt->impl.metrics(), buf, cap, needed); });
 }
 
 gpuos_status gpuos_query_device(const gpuos_options* opts, gpuos_device_info* out) {

@@ -8,6 +8,7 @@
 #include "host/graphs.hpp"
 #include "host/heap_client.hpp"
 #include "host/image_set.hpp"
+#include "host/metrics.hpp"
 #include "host/monitor.hpp"
 #include "host/resident.hpp"
 #include "host/stream_submit.hpp"
@@ -166,6 +167,30 @@ gpuos_stats Runtime::stats() {
   s.heartbeat = kernel_->heartbeat();
   s.launches = kernel_->launches();
   return s;
+}
+
+std::string Runtime::metrics() {
+  MetricsInput m;
+  m.stats = stats();
+  const KernelState k = kernel_->state();
+  m.state = run_.faulted()                    ? "faulted"
+            : k == KernelState::running        ? "running"
+            : kernel_->queue().parked()        ? "parked"
+            : k == KernelState::suspended      ? "suspended"
+                                               : "stopped";
+  m.stream_not_run = stream_failures();
+  m.generation = generation();
+  m.switches = gens_->switches();
+  m.ops = list_ops();
+  if (opts_.heap_bytes != 0 && (m.state == "running" || m.state == "parked")) {
+    try {
+      m.heap = heap_stats();  // a round trip through the ring (it launches a parked kernel)
+      m.have_heap = true;
+    } catch (const Failure&) {
+      // Suspended or shut down meanwhile: the heap's lines are left out.
+    }
+  }
+  return prometheus_text(m);
 }
 
 gpuos_device_info Runtime::device_info() const {

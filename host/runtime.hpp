@@ -8,7 +8,7 @@
 //   HeapClient      the device heap's memory and the host's requests
 //   Generations     compile, plan, link and switch; aliases
 //   Graphs          task graphs' instances and launches
-//   Monitor         reaping, fault watch, idle unloads
+//   Monitor         reaping, fault watch, idle unloads, residency (slices, parking)
 //   RunState        fault and closing flags, shared by all
 //
 // Lock order, outer first: close_mutex_ (here); Generations' lock; a graph instance's lock; the
@@ -69,6 +69,8 @@ class Runtime {
   void resume();
   /// Plain-text report of the internal state (gpuos_diagnose).
   std::string diagnose();
+  /// The statistics as Prometheus text (gpuos_metrics).
+  std::string metrics();
   /// Stream-ordered tasks that did not run: the runtime closed or faulted before their stream reached them.
   std::uint64_t stream_failures() const;
   /// Stops accepting tasks, drains, stops the kernel. Idempotent. Waits and stats keep working.

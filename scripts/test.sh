@@ -51,7 +51,7 @@ py_status=0
 rm -f "$logs/pytest.xml"
 say "building and installing the Python package (pip install .) into $venv"
 if python3 -m venv --clear "$venv" >"$logs/python-install.log" 2>&1 &&
-  "$venv/bin/python" -m pip install --disable-pip-version-check . pytest >>"$logs/python-install.log" 2>&1; then
+  "$venv/bin/python" -m pip install --disable-pip-version-check . pytest prometheus_client >>"$logs/python-install.log" 2>&1; then
   # From python/tests, so that `import gpuos` is the installed package, not the source folder.
   (cd python/tests && "../../$venv/bin/python" -m pytest -q -rs --junitxml="../../$logs/pytest.xml" .)
   py_status=$?

@@ -189,6 +189,13 @@ GPUOS_API gpuos_status gpuos_resume(gpuos_runtime* rt);
  * diagnosis and bug reports; safe while the kernel runs. *needed (if not NULL) receives the full length
  * + 1. */
 GPUOS_API gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed);
+
+/* Writes the runtime's statistics as Prometheus text (exposition format 0.0.4) into buf, as
+ * gpuos_diagnose does: the kernel's state; tasks submitted, completed, failed; the queue depth; kernel
+ * launches; the serving generation, switches and the last switch's pause; per-operator completions and
+ * failures (label operator); and, with a heap, its use, fragmentation and counts (read through the
+ * ring: a parked kernel is launched for it; left out while suspended). Names start with gpuos_. */
+GPUOS_API gpuos_status gpuos_metrics(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed);
 /* ---- the device heap ----------------------------------------------------------------------------
  * A TLSF allocator over device memory, served by the resident kernel (the host never touches its
  * metadata): each call below is one round trip through the ring. The pointers are ordinary device
@@ -285,8 +292,8 @@ typedef struct gpuos_generation {
   uint64_t unload_ns;    /* of pause_ns: unloading retired images (only past 64 MiB of them) */
 } gpuos_generation;
 /* The image before the previous one is retired, not unloaded at once: an unload, like a load, needs the
- * kernel stopped. Retired images are unloaded once the runtime has been idle (no task in flight) for
- * 20 ms, at gpuos_suspend and at shutdown; a switch that would keep more than 64 MiB of them
+ * kernel stopped. Retired images are unloaded when the kernel parks (park_us idle), once the runtime has
+ * been idle (no task in flight) for 20 ms, at gpuos_suspend and at shutdown; a switch that would keep more than 64 MiB of them
  * unloads the oldest inside its pause. */
 
 /* Compiles the operator source file `path` and switches to a generation that serves it (replacing the

@@ -210,14 +210,9 @@ class Runtime {
   void resume() { detail::check(gpuos_resume(rt_)); }
 
   /// Plain-text report of the runtime's internal state (see gpuos_diagnose).
-  std::string diagnose() const {
-    size_t needed = 0;
-    detail::check(gpuos_diagnose(rt_, nullptr, 0, &needed));
-    std::string s(needed, '\0');
-    detail::check(gpuos_diagnose(rt_, s.data(), s.size(), &needed));
-    s.resize(std::strlen(s.c_str()));
-    return s;
-  }
+  std::string diagnose() const { return text_of(gpuos_diagnose); }
+  /// The statistics as Prometheus text (see gpuos_metrics).
+  std::string metrics() const { return text_of(gpuos_metrics); }
 
   // ---- operators loaded at run time (gpuos/gpuos.h: "Operators loaded at run time") ----------------
   using Generation = gpuos_generation;
@@ -317,6 +312,20 @@ class Runtime {
   gpuos_runtime* handle() const noexcept { return rt_; }
 
  private:
+  /// A text the C ABI writes into a buffer (gpuos_diagnose, gpuos_metrics); asked again with more room
+  /// when it grew between the calls.
+  std::string text_of(gpuos_status (*f)(gpuos_runtime*, char*, size_t, size_t*)) const {
+    size_t needed = 0;
+    detail::check(f(rt_, nullptr, 0, &needed));
+    for (;;) {
+      std::string s(needed + 1024, '\0');
+      detail::check(f(rt_, s.data(), s.size(), &needed));
+      if (needed <= s.size()) {
+        s.resize(needed - 1);
+        return s;
+      }
+    }
+  }
   gpuos_runtime* rt_ = nullptr;
 };
 

@@ -420,6 +420,10 @@ NB_MODULE(_gpuos, m) {
         return new PyRuntime(o);
       }))
       .def("close", &PyRuntime::close, "Drains, stops the kernel and frees the runtime; later calls raise.")
+      .def(
+          "metrics", [](PyRuntime& r) { return unlocked([&] { return r.rt().metrics(); }); },
+          "The runtime's statistics as Prometheus text (gpuos_metrics); gpuos.metrics.RuntimeCollector "
+          "serves them to prometheus_client.")
       .def_prop_ro("closed", &PyRuntime::closed)
       .def("__enter__", [](nb::handle self) { return self; })
       .def("__exit__", [](PyRuntime& r, nb::args) { r.close(); })

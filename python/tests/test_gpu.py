@@ -19,6 +19,10 @@ def test_builtins_on_torch_tensors(gpu):
         assert rt.wait(first, timeout=10)
         s = rt.stats()
         assert s["completed"] >= first + 1 and s["failed"] == 0
+        text = rt.metrics()
+        assert 'gpuos_kernel_state{state="running"} 1' in text or 'gpuos_kernel_state{state="parked"} 1' in text
+        assert 'gpuos_operator_tasks_completed_total{operator="add"} 1' in text
+        assert "gpuos_heap_pool_bytes 268435456" in text
     torch.testing.assert_close(out, (a + b) * b)
 
 

@@ -95,3 +95,25 @@ def test_graph_building_is_checked():
         g.edge(1, 1)
     with pytest.raises(gpuos.Error):
         g.add(gpuos.ops.nop(), after=[9])
+
+
+def test_the_metrics_collector_parses_the_runtimes_text():
+    pytest.importorskip("prometheus_client")
+    from gpuos.metrics import RuntimeCollector
+
+    class FakeRuntime:
+        def metrics(self):
+            return (
+                "# HELP gpuos_tasks_completed_total Tasks completed.\n"
+                "# TYPE gpuos_tasks_completed_total counter\n"
+                "gpuos_tasks_completed_total 42\n"
+                "# HELP gpuos_operator_tasks_failed_total Failed tasks of an operator.\n"
+                "# TYPE gpuos_operator_tasks_failed_total counter\n"
+                'gpuos_operator_tasks_failed_total{operator="add"} 3\n'
+            )
+
+    families = {f.name: f for f in RuntimeCollector(FakeRuntime()).collect()}
+    assert families["gpuos_tasks_completed"].type == "counter"
+    assert families["gpuos_tasks_completed"].samples[0].value == 42
+    s = families["gpuos_operator_tasks_failed"].samples[0]
+    assert s.labels == {"operator": "add"} and s.value == 3
