@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -323,6 +324,39 @@ auto unlocked(F&& f) {
 
 }  // namespace
 
+// ---- PyTorch's pluggable allocator (gpuos.torch.MemPool) -------------------------------------------------
+// torch.cuda.CUDAPluggableAllocator loads two C functions by name from a shared library (this extension
+// module): they allocate from, and free to, the heap of the runtime gpuos.torch.MemPool named. One
+// runtime serves the process's pluggable allocator at a time (torch's allocator functions take no
+// context); the allocator holds it, so it stays alive while framework tensors may live in its heap.
+namespace {
+std::mutex g_alloc_mu;
+std::shared_ptr<gpuos::Runtime> g_alloc_runtime;
+
+std::shared_ptr<gpuos::Runtime> allocator_runtime() {
+  std::lock_guard<std::mutex> lock(g_alloc_mu);
+  return g_alloc_runtime;
+}
+}  // namespace
+
+/// Alignment of the allocator's blocks: what cudaMalloc gives, and what PyTorch's kernels assume.
+constexpr std::uint64_t kTorchAlign = 256;
+
+extern "C" __attribute__((visibility("default"))) void* gpuos_torch_alloc(std::int64_t size, int /*device*/,
+                                                                         void* /*stream*/) {
+  const std::shared_ptr<gpuos::Runtime> rt = allocator_runtime();
+  void* p = nullptr;
+  // nullptr on failure: PyTorch frees its cached blocks and retries, then raises its out-of-memory error.
+  if (!rt || size < 0 || gpuos_alloc(rt->handle(), static_cast<std::uint64_t>(size), kTorchAlign, &p) != GPUOS_OK)
+    return nullptr;
+  return p;
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuos_torch_free(void* ptr, std::int64_t /*size*/,
+                                                                       int /*device*/, void* /*stream*/) {
+  if (const std::shared_ptr<gpuos::Runtime> rt = allocator_runtime()) gpuos_free(rt->handle(), ptr);
+}
+
 NB_MODULE(_gpuos, m) {
   m.doc() = "gpuos: a persistent-kernel runtime for NVIDIA GPUs (the extension; import gpuos)";
 
@@ -410,7 +444,17 @@ NB_MODULE(_gpuos, m) {
       },
       "out"_a, "x"_a, "n"_a = nb::none(), "out[0] = the sum of x (accumulated in float64)");
 
-  nb::class_<PyRuntime>(m, "Runtime",
+  m.def(
+      "_set_allocator_runtime",
+      [](PyRuntime* r) {
+        std::shared_ptr<gpuos::Runtime> rt = r ? r->shared() : nullptr;
+        std::lock_guard<std::mutex> lock(g_alloc_mu);
+        g_alloc_runtime = std::move(rt);
+      },
+      "runtime"_a.none(),
+      "The runtime whose heap gpuos_torch_alloc / gpuos_torch_free serve (None: none); gpuos.torch.MemPool sets it.");
+
+  nb::class_<PyRuntime>(m, "Runtime", nb::is_weak_referenceable(),
                         "A resident kernel on one GPU. Options as keywords: device, sm_budget, queue_capacity, "
                         "blocks_per_sm, slice_us, park_us, heap_bytes, heap_arenas, heap_checked, cache_dir, include_dir, "
                         "cccl_dir (gpuos/gpuos.h, docs/configuration.md). Use it as a context manager, or call close().")

@@ -112,3 +112,57 @@ def test_tasks_on_torch_streams_and_in_a_captured_torch_graph(gpu):
         assert torch.all(res == 10.0)
         with pytest.raises(TypeError, match="stream takes an int or a CUDA stream object"):
             rt.submit(gpuos.ops.axpy(out, 1.0, tmp), stream="nope")
+
+
+def test_a_gpuos_operator_as_a_torch_custom_op_eager_and_in_a_captured_graph(gpu):
+    import gpuos.torch
+
+    n = 1 << 16
+    x = torch.full((n,), 2.0, device="cuda")
+    y = torch.zeros(n, device="cuda")
+    torch.cuda.synchronize()
+    with gpuos.Runtime(sm_budget=16) as rt:
+
+        def axpy_(y: torch.Tensor, alpha: float, x: torch.Tensor) -> None:
+            return gpuos.ops.axpy(y, alpha, x)
+
+        gpuos.torch.custom_op(rt, "test_axpy_", axpy_, mutates_args=("y",))
+        torch.ops.gpuos.test_axpy_(y, 3.0, x)  # eager: y = 3 x + y = 6
+        z = y * 2  # torch, after the op on the same stream
+        torch.cuda.current_stream().synchronize()
+        assert torch.all(y == 6.0) and torch.all(z == 12.0)
+        # Inside torch.cuda.graph capture, between torch ops; every replay runs it.
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            t = x + 1  # 3
+            torch.ops.gpuos.test_axpy_(y, 1.0, t)  # y += 3
+            out = y * 1
+        for _ in range(4):
+            g.replay()
+        torch.cuda.current_stream().synchronize()
+        assert torch.all(y == 6.0 + 4 * 3.0)
+        assert torch.all(out == 18.0)
+
+
+def test_torch_tensors_in_the_gpuos_heap(gpu):
+    import gpuos.torch
+
+    torch.cuda.synchronize()
+    with gpuos.Runtime(sm_budget=16, heap_bytes=512 << 20) as rt:
+        before = rt.heap_stats()
+        pool = gpuos.torch.mem_pool(rt)
+        with torch.cuda.use_mem_pool(pool):
+            a = torch.arange(1 << 20, device="cuda", dtype=torch.float32)
+            b = a * 2
+        after = rt.heap_stats()
+        assert after["allocs"] > before["allocs"]
+        assert after["used_bytes"] >= before["used_bytes"] + 8 * (1 << 20)
+        # The tensors are ordinary CUDA memory: torch and gpuos both use them.
+        assert rt.wait(rt.submit(gpuos.ops.add(b, b, a)), timeout=10)  # b = 3 a
+        assert b[12345].item() == 3 * 12345.0
+        assert float(b.sum().item()) == 3 * float(a.double().sum().item())
+        del a, b
+    import gc
+
+    gc.collect()
+    gpuos._gpuos._set_allocator_runtime(None)

@@ -117,3 +117,12 @@ def test_the_metrics_collector_parses_the_runtimes_text():
     assert families["gpuos_tasks_completed"].samples[0].value == 42
     s = families["gpuos_operator_tasks_failed"].samples[0]
     assert s.labels == {"operator": "add"} and s.value == 3
+
+
+def test_importing_gpuos_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, gpuos, gpuos.metrics; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
