@@ -312,11 +312,10 @@ class Runtime {
   gpuos_runtime* handle() const noexcept { return rt_; }
 
  private:
-  /// A text the C ABI writes into a buffer (gpuos_diagnose, gpuos_metrics); asked again with more room
-  /// when it grew between the calls.
+  /// A text the C ABI writes into a buffer (gpuos_diagnose, gpuos_metrics): one call when it fits 64 KiB
+  /// (a metrics read has effects: it reads the heap through the ring), asked again with more room when not.
   std::string text_of(gpuos_status (*f)(gpuos_runtime*, char*, size_t, size_t*)) const {
-    size_t needed = 0;
-    detail::check(f(rt_, nullptr, 0, &needed));
+    size_t needed = 64 * 1024 - 1024;
     for (;;) {
       std::string s(needed + 1024, '\0');
       detail::check(f(rt_, s.data(), s.size(), &needed));
