@@ -6,6 +6,7 @@ never for ever. Each call below runs under a watchdog (60 s: liveness, not speed
 measures the times) with its result checked, while gpuos tasks keep completing.
 """
 
+import contextlib
 import threading
 import time
 
@@ -18,13 +19,19 @@ torch = pytest.importorskip("torch")
 WATCHDOG_S = 60.0
 
 
+# The allocation context the calls run in (torch.cuda.use_mem_pool applies to the thread that enters it).
+allocation_context = contextlib.nullcontext
+
+
 def within_watchdog(what, fn):
-    """Runs fn on a thread; fails the test if it has not returned within WATCHDOG_S. Returns its value."""
+    """Runs fn on a thread, in allocation_context(); fails the test if it has not returned within
+    WATCHDOG_S. Returns its value."""
     out = {}
 
     def run():
         try:
-            out["value"] = fn()
+            with allocation_context():
+                out["value"] = fn()
         except BaseException as e:  # re-raised on the test's thread
             out["error"] = e
 
@@ -85,12 +92,22 @@ class Load:
         assert torch.all(h[self.next :] == 0.0)
 
 
-def test_torch_calls_that_need_an_idle_device_return_while_gpuos_serves(gpu):
+@pytest.mark.parametrize("pool", [False, True], ids=["torch allocator", "gpuos heap MemPool"])
+def test_torch_calls_that_need_an_idle_device_return_while_gpuos_serves(gpu, pool):
+    global allocation_context
     a = torch.rand(1024, 1024, device="cuda")
     b = torch.rand(1024, 1024, device="cuda")
     ref = (a.double() @ b.double()).float().cpu()
     torch.cuda.synchronize()
-    with gpuos.Runtime(sm_budget=16) as rt, Load(rt) as load:
+    # A heap whose large arena (a quarter of it) holds the 1 GiB allocation below.
+    with gpuos.Runtime(sm_budget=16, heap_bytes=6 << 30) as rt, Load(rt) as load:
+        if pool:
+            from gpuos.torch import mem_pool
+
+            mem = mem_pool(rt)
+            allocs_before = rt.heap_stats()["allocs"]
+            # What torch allocates in the calls below comes from the gpuos heap.
+            allocation_context = lambda: torch.cuda.use_mem_pool(mem)  # noqa: E731
         progress = [load.next]
 
         def still_serving():
@@ -135,4 +152,9 @@ def test_torch_calls_that_need_an_idle_device_return_while_gpuos_serves(gpu):
         out = within_watchdog("capture and replay of a torch.cuda.graph", capture_and_replay)
         assert torch.all(out == 7.0)
         still_serving()
+        allocation_context = contextlib.nullcontext
+        if pool:
+            assert rt.heap_stats()["allocs"] > allocs_before  # torch's blocks came from the heap
     load.check()
+    if pool:
+        gpuos._gpuos._set_allocator_runtime(None)
