@@ -231,6 +231,11 @@ gpuos_status gpuos_graph_launch(gpuos_runtime* rt, gpuos_graph_exec* e, const ui
   return run([&] { *ticket = rt->impl.graphs().launch(instance_of(e), after, n_after, lane_of(rt, lane)); });
 }
 
+gpuos_status gpuos_graph_launch_on_stream(gpuos_runtime* rt, gpuos_graph_exec* e, void* stream) {
+  GPUOS_REQUIRE(rt && e, "rt or instance is NULL");
+  return run([&] { rt->impl.graph_launch_on_stream(instance_of(e), static_cast<CUstream>(stream)); });
+}
+
 gpuos_status gpuos_graph_exec_destroy(gpuos_runtime* rt, gpuos_graph_exec* e) {
   GPUOS_REQUIRE(rt, "rt is NULL");
   if (!e) return GPUOS_OK;

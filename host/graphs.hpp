@@ -60,6 +60,8 @@ class Graphs {
   /// Enqueues a launch of `e` after every ticket of after[0..n) (and the lane's previous task); returns
   /// its ticket.
   std::uint64_t launch(GraphInstance* e, const std::uint64_t* after, std::size_t n, Lane* lane);
+  /// Throws Failure(GPUOS_ERR_INVALID_ARG) unless `e` is a live instance of this runtime.
+  void check_instance(const GraphInstance* e) { (void)find(e); }
   /// Waits for e's launches, then releases it (its memory once safe). Throws Failure if `e` is not an
   /// instance of this runtime (nothing changes).
   void destroy(GraphInstance* e);

@@ -119,10 +119,10 @@ void Runtime::shutdown() noexcept {
     if (heap_) heap_->free_memory();
     if (images_) images_->unload_all();
   }
+  streams_.reset();  // first: its host functions launch graphs and submit
   graphs_.reset();
   gens_.reset();
   heap_.reset();
-  streams_.reset();
   submitter_.reset();
   kernel_.reset();
   images_.reset();
@@ -142,6 +142,11 @@ bool Runtime::submit(const gpuos_task* tasks, std::size_t n, bool blocking, std:
 }
 
 void Runtime::submit_on_stream(const gpuos_task& task, CUstream stream) { streams_->submit(task, stream); }
+
+void Runtime::graph_launch_on_stream(GraphInstance* e, CUstream stream) {
+  graphs_->check_instance(e);  // one destroyed before the stream reaches it does not run (counted)
+  streams_->submit([this, e](Submitter&) { return graphs_->launch(e, nullptr, 0, nullptr); }, stream);
+}
 
 std::uint64_t Runtime::stream_failures() const { return streams_ ? streams_->failures() : 0; }
 

@@ -42,6 +42,7 @@ class StreamSubmitter;
 class HeapClient;
 class Generations;
 class Graphs;
+class GraphInstance;
 class Monitor;
 struct Lane;
 
@@ -58,6 +59,8 @@ class Runtime {
   std::uint64_t submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane);
   /// A task that runs in `stream`'s order (gpuos_submit_on_stream).
   void submit_on_stream(const gpuos_task& task, CUstream stream);
+  /// A launch of graph instance `e` in `stream`'s order (gpuos_graph_launch_on_stream).
+  void graph_launch_on_stream(GraphInstance* e, CUstream stream);
   /// Task graphs' instances and launches.
   Graphs& graphs() { return *graphs_; }
   /// GPUOS_OK, GPUOS_ERR_TIMEOUT, GPUOS_ERR_TASK_FAILED (message in `why`) or GPUOS_ERR_DEVICE_FAULT.

@@ -41,8 +41,7 @@ namespace {
 /// One stream-ordered task: what its host function needs.
 struct Call {
   std::shared_ptr<StreamSubmitter::Shared> shared;
-  gpuos_task task{};
-  std::vector<unsigned char> args;
+  StreamSubmitter::Work work;
   CUstream stream = nullptr;
   std::uint32_t flag = 0;
   std::int64_t release = -1;  // the flag of the stream's previous task: its wait has passed when this runs
@@ -63,9 +62,7 @@ void CUDA_CB run_call(void* data) {
     std::shared_lock<std::shared_mutex> lock(s.live_mu);
     if (s.submitter) {
       try {
-        gpuos_task t = c->task;
-        t.args = c->args.empty() ? nullptr : c->args.data();
-        s.submitter->submit_signaled(t, reinterpret_cast<float*>(flag));
+        s.submitter->signal_after(c->work(*s.submitter), reinterpret_cast<float*>(flag));
         submitted = true;
       } catch (...) {
         // Closed or faulted since the task was put on the stream: it does not run (counted below).
@@ -104,20 +101,33 @@ StreamSubmitter::~StreamSubmitter() {
 std::uint64_t StreamSubmitter::failures() const { return shared_->failures.load(std::memory_order_relaxed); }
 
 void StreamSubmitter::submit(const gpuos_task& task, CUstream stream) {
+  {
+    std::shared_lock<std::shared_mutex> lock(shared_->live_mu);
+    shared_->submitter->validate(task);  // a bad task is refused here, not when the stream reaches it
+  }
+  gpuos_task t = task;
+  std::vector<unsigned char> args(static_cast<const unsigned char*>(task.args),
+                                  static_cast<const unsigned char*>(task.args) + (task.args ? task.arg_bytes : 0));
+  submit(
+      [t, args](Submitter& sub) mutable {
+        t.args = args.empty() ? nullptr : args.data();
+        std::uint64_t ticket = 0;
+        sub.submit(&t, 1, true, ticket);
+        return ticket;
+      },
+      stream);
+}
+
+void StreamSubmitter::submit(Work work, CUstream stream) {
   run_.check_open();
   run_.check_usable();
   Shared& s = *shared_;
-  {
-    std::shared_lock<std::shared_mutex> lock(s.live_mu);
-    s.submitter->validate(task);  // a bad task is refused here, not when the stream reaches it
-  }
   CtxScope scope(ctx_);
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   GPUOS_CU_TRY(drv().cuStreamIsCapturing(stream, &capture));
   auto c = std::make_unique<Call>();
   c->shared = shared_;
-  c->task = task;
-  if (task.arg_bytes) c->args.assign(static_cast<const unsigned char*>(task.args), static_cast<const unsigned char*>(task.args) + task.arg_bytes);
+  c->work = std::move(work);
   c->stream = stream;
   c->captured = capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
   {

@@ -4,7 +4,8 @@
 //
 // What goes on the stream, per task:
 //   1. a host function (cuLaunchHostFunc): when the stream reaches it (the earlier work is done), it
-//      resets a flag word (mapped pinned memory) and submits the task through the ring, followed by a
+//      resets a flag word (mapped pinned memory) and submits the task (or a graph launch) through the
+//      ring, followed by a
 //      signal task that writes 1.0f into the flag once the task has completed (the built-in fill, with
 //      an order-only dependency: it runs whether the task failed or not);
 //   2. a wait for the flag (cuStreamWaitValue32): the stream's later work starts after the task.
@@ -21,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,9 +48,14 @@ class StreamSubmitter {
   StreamSubmitter(const StreamSubmitter&) = delete;
   StreamSubmitter& operator=(const StreamSubmitter&) = delete;
 
+  /// What a host function submits: the work (a task, a graph launch), returning the ticket the signal
+  /// follows. Runs on the driver's thread: it must make no CUDA call. Throws when it cannot submit.
+  using Work = std::function<std::uint64_t(Submitter&)>;
   /// Validates `task` and puts its host function and its wait on `stream` (a CUstream; 0 is the legacy
   /// default stream). Blocks while the stream holds kMaxInFlight host functions not yet run.
   void submit(const gpuos_task& task, CUstream stream);
+  /// The same for work the caller has validated.
+  void submit(Work work, CUstream stream);
   /// Stream-ordered tasks whose host function could not submit them (the runtime closed or faulted).
   std::uint64_t failures() const;
 

@@ -120,13 +120,9 @@ std::uint64_t Submitter::submit_after(const gpuos_task& task, const std::uint64_
   return enqueue_after(p, deps, lane);
 }
 
-std::uint64_t Submitter::submit_signaled(const gpuos_task& task, float* flag) {
-  const abi::Payload p = payload_of(task, "");
+void Submitter::signal_after(std::uint64_t t, float* flag) {
   const gpuos_fill_args a{flag, 1, 1.0f, 0};
-  const abi::Payload signal = payload_of(gpuos_task{GPUOS_OP_FILL, 1, &a, sizeof a, 0}, "signal: ");
-  const std::uint64_t t = enqueue_one(p);
-  enqueue_after(signal, {Dep{t, true}}, nullptr);
-  return t;
+  enqueue_after(payload_of(gpuos_task{GPUOS_OP_FILL, 1, &a, sizeof a, 0}, "signal: "), {Dep{t, true}}, nullptr);
 }
 
 std::uint64_t Submitter::enqueue_one(const abi::Payload& p) {

@@ -398,6 +398,8 @@ class GraphExec {
     static_assert(std::is_trivially_copyable_v<Args>, "operator arguments must be trivially copyable");
     detail::check(gpuos_graph_exec_set_args(rt_, e_, node, &a, sizeof(Args)));
   }
+  /// Launches in `stream`'s order (a CUstream or cudaStream_t; gpuos_graph_launch_on_stream).
+  void launch_on_stream(void* stream) { detail::check(gpuos_graph_launch_on_stream(rt_, e_, stream)); }
   /// Launches after every ticket in `after` (and the lane's previous task); returns the launch's ticket.
   Ticket launch(std::span<const Ticket> after = {}, Lane* lane = nullptr) {
     Ticket k = 0;

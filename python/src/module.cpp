@@ -622,14 +622,22 @@ NB_MODULE(_gpuos, m) {
           "node"_a, "args"_a, "The node's argument struct (bytes of the node's size) for the launches after this call.")
       .def(
           "launch",
-          [](PyGraphExec& e, const std::vector<std::uint64_t>& after, std::optional<PyLane*> lane) {
+          [](PyGraphExec& e, const std::vector<std::uint64_t>& after, std::optional<PyLane*> lane,
+             nb::handle stream) -> nb::object {
             gpuos::GraphExec& x = e.get();
+            if (!stream.is_none()) {
+              if (!after.empty() || lane) throw nb::type_error("launch: stream= takes neither after= nor lane=");
+              void* st = stream_of(stream);
+              unlocked([&] { x.launch_on_stream(st); });
+              return nb::none();
+            }
             gpuos::Lane* l = lane_of(lane);
-            return unlocked([&] { return x.launch(after, l); });
+            return nb::cast(unlocked([&] { return x.launch(after, l); }));
           },
-          "after"_a = std::vector<std::uint64_t>{}, "lane"_a = nb::none(),
+          "after"_a = std::vector<std::uint64_t>{}, "lane"_a = nb::none(), "stream"_a = nb::none(),
           "Launches the graph after the tickets in `after` (and the lane's previous task); returns the launch's "
-          "ticket, waited for like a task's.")
+          "ticket, waited for like a task's. With `stream`, the launch runs in that CUDA stream's order instead "
+          "(and once per replay of a captured stream); then it returns None.")
       .def("close", &PyGraphExec::close)
       .def("__enter__", [](nb::handle self) { return self; })
       .def("__exit__", [](PyGraphExec& e, nb::args) { e.close(); });

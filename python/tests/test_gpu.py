@@ -112,6 +112,21 @@ def test_tasks_on_torch_streams_and_in_a_captured_torch_graph(gpu):
         assert torch.all(res == 10.0)
         with pytest.raises(TypeError, match="stream takes an int or a CUDA stream object"):
             rt.submit(gpuos.ops.axpy(out, 1.0, tmp), stream="nope")
+        # A gpuos graph launched on the stream: v += 1, then w += v; between torch ops, no host wait.
+        v = torch.zeros(n, device="cuda")
+        w = torch.zeros(n, device="cuda")
+        one = torch.ones(n, device="cuda")
+        torch.cuda.synchronize()
+        gg = gpuos.Graph()
+        first = gg.add(gpuos.ops.axpy(v, 1.0, one))
+        gg.add(gpuos.ops.axpy(w, 1.0, v), after=[first])
+        with gpuos.GraphExec(rt, gg) as ge:
+            with torch.cuda.stream(s):
+                for _ in range(10):
+                    assert ge.launch(stream=s) is None
+                w2 = w * 2  # torch, after the last launch
+            s.synchronize()
+        assert torch.all(v == 10.0) and torch.all(w == 55.0) and torch.all(w2 == 110.0)
 
 
 def test_a_gpuos_operator_as_a_torch_custom_op_eager_and_in_a_captured_graph(gpu):
