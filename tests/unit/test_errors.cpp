@@ -101,6 +101,10 @@ TEST_CASE("NULL handles and outputs are rejected, not dereferenced") {
   CHECK(gpuos_submit_batch(nullptr, &task, 1, &t) == GPUOS_ERR_INVALID_ARG);
   CHECK(gpuos_submit_on_stream(nullptr, &task, nullptr) == GPUOS_ERR_INVALID_ARG);
   CHECK(gpuos_submit_on_stream(reinterpret_cast<gpuos_runtime*>(0x1), nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_graph_launch_on_stream(nullptr, nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_graph_launch_on_stream(reinterpret_cast<gpuos_runtime*>(0x1), nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
+  size_t needed = 0;
+  CHECK(gpuos_metrics(nullptr, nullptr, 0, &needed) == GPUOS_ERR_INVALID_ARG);
   CHECK(gpuos_wait(nullptr, 0, 0) == GPUOS_ERR_INVALID_ARG);
   CHECK(gpuos_drain(nullptr, 0) == GPUOS_ERR_INVALID_ARG);
   CHECK(gpuos_get_stats(nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
