@@ -134,8 +134,19 @@ def test_torch_calls_that_need_an_idle_device_return_while_gpuos_serves(gpu, poo
         within_watchdog("torch.cuda.synchronize()", torch.cuda.synchronize)
         within_watchdog("torch.cuda.empty_cache()", torch.cuda.empty_cache)
 
+        from gpuos.torch import custom_op
+
+        def scaled_add_(y: torch.Tensor, alpha: float, x: torch.Tensor) -> None:
+            return gpuos.ops.axpy(y, alpha, x)
+
+        op_name = "sharing_axpy_pool" if pool else "sharing_axpy"
+        custom_op(rt, op_name, scaled_add_, mutates_args=("y",))
+        gpuos_op = getattr(torch.ops.gpuos, op_name)
+
         def capture_and_replay():
+            # torch ops and a gpuos custom op in one captured graph, replayed under gpuos load.
             static_in = torch.ones(4096, device="cuda")
+            acc = torch.zeros(4096, device="cuda")
             g = torch.cuda.CUDAGraph()
             s = torch.cuda.Stream()
             s.wait_stream(torch.cuda.current_stream())
@@ -143,14 +154,18 @@ def test_torch_calls_that_need_an_idle_device_return_while_gpuos_serves(gpu, poo
                 static_out = static_in * 3 + 1  # warm-up on a side stream, as torch asks
             torch.cuda.current_stream().wait_stream(s)
             with torch.cuda.graph(g):
-                static_out = static_in * 3 + 1
-            static_in.fill_(2.0)
-            g.replay()
+                t = static_in * 3 + 1
+                gpuos_op(acc, 2.0, t)  # acc += 2 t, by gpuos
+                static_out = acc + t
+            static_in.fill_(2.0)  # t = 7
+            for _ in range(3):
+                g.replay()
             torch.cuda.current_stream().synchronize()
-            return static_out.cpu()
+            return acc.cpu(), static_out.cpu()
 
-        out = within_watchdog("capture and replay of a torch.cuda.graph", capture_and_replay)
-        assert torch.all(out == 7.0)
+        acc, out = within_watchdog("capture and replay of a torch.cuda.graph with a gpuos custom op", capture_and_replay)
+        assert torch.all(acc == 42.0)  # 3 replays x 2 x 7
+        assert torch.all(out == 49.0)
         still_serving()
         allocation_context = contextlib.nullcontext
         if pool:
