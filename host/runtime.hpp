@@ -11,12 +11,15 @@
 //   Monitor         reaping, fault watch, idle unloads, residency (slices, parking)
 //   RunState        fault and closing flags, shared by all
 //
-// Lock order, outer first: close_mutex_ (here); Generations' lock; a graph instance's lock; the
-// Submitter's ordering lock; a lane's lock; the resident kernel's control lock; then the leaf locks,
+// Lock order, outer first: close_mutex_ (here); Generations' lock; the StreamSubmitter's detach lock
+// (held shared by its host functions while they submit); a graph instance's lock; the Submitter's
+// ordering lock; a lane's lock; the resident kernel's control lock; then the leaf locks (the
+// StreamSubmitter's flag lock among them),
 // which are never held while taking another (except that the SubmitQueue's reap lock, itself only ever
 // try-locked, takes its failure lock, and Graphs' registry lock takes the reap lock): RunState's, Graphs'
 // registry lock, the SubmitQueue's reap and failure locks, the resident kernel's diagnostics lock,
-// HeapClient's reply lock. The monitor takes the control lock only with a try-lock.
+// HeapClient's reply lock, the SubmitQueue's wake lock. The monitor takes the control lock only with a
+// try-lock.
 #pragma once
 
 #include <cstdint>
