@@ -100,6 +100,16 @@ gpuos::detail::Lane* lane_of(const gpuos_runtime* rt, gpuos_lane* l) {
 
 gpuos::detail::GraphInstance* instance_of(gpuos_graph_exec* e) { return reinterpret_cast<gpuos::detail::GraphInstance*>(e); }
 
+/// Copies text into buf (at most cap bytes, NUL-terminated when cap > 0); *needed = its length + 1.
+void copy_out(const std::string& r, char* buf, size_t cap, size_t* needed) {
+  if (needed) *needed = r.size() + 1;
+  if (cap > 0) {
+    const size_t n = std::min(cap - 1, r.size());
+    std::memcpy(buf, r.data(), n);
+    buf[n] = '\0';
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -273,16 +283,6 @@ gpuos_status gpuos_suspend(gpuos_runtime* rt) {
 gpuos_status gpuos_resume(gpuos_runtime* rt) {
   GPUOS_REQUIRE(rt, "rt is NULL");
   return run([&] { rt->impl.resume(); });
-}
-
-/// Copies text into buf (at most cap bytes, NUL-terminated when cap > 0); *needed = its length + 1.
-void copy_out(const std::string& r, char* buf, size_t cap, size_t* needed) {
-  if (needed) *needed = r.size() + 1;
-  if (cap > 0) {
-    const size_t n = std::min(cap - 1, r.size());
-    std::memcpy(buf, r.data(), n);
-    buf[n] = '\0';
-  }
 }
 
 gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed) {

@@ -310,12 +310,17 @@ void ResidentKernel::watch() {
 }
 
 // ---- diagnosis ------------------------------------------------------------------------------------------
-void ResidentKernel::snapshot(Snapshot& s) {
+const char* ResidentKernel::state_name() const {
   switch (state_.load()) {
-    case KernelState::running: s.state = "running"; break;
-    case KernelState::suspended: s.state = queue_->parked() ? "parked (left the GPU while idle)" : "suspended"; break;
-    case KernelState::stopped: s.state = "stopped"; break;
+    case KernelState::running: return "running";
+    case KernelState::suspended: return queue_->parked() ? "parked" : "suspended";
+    case KernelState::stopped: break;
   }
+  return "stopped";
+}
+
+void ResidentKernel::snapshot(Snapshot& s) {
+  s.state = state_name();
   s.launches = launches_.load();
   s.issued = queue_->issued();
   s.retired = queue_->retired();

@@ -56,6 +56,9 @@ class ResidentKernel {
   /// The heap's control block every launch passes to the kernel (LaunchParams::heap); before the first launch.
   void set_heap(void* heap) { heap_ = heap; }
   KernelState state() const { return state_.load(); }
+  /// The state as diagnose and the metrics name it: running, parked (stopped by the monitor while idle,
+  /// launched again by the next submission), suspended or stopped.
+  const char* state_name() const;
   std::uint64_t launches() const { return launches_.load(); }
   std::uint64_t heartbeat() const;
 

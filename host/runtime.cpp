@@ -177,12 +177,7 @@ gpuos_stats Runtime::stats() {
 std::string Runtime::metrics() {
   MetricsInput m;
   m.stats = stats();
-  const KernelState k = kernel_->state();
-  m.state = run_.faulted()                    ? "faulted"
-            : k == KernelState::running        ? "running"
-            : kernel_->queue().parked()        ? "parked"
-            : k == KernelState::suspended      ? "suspended"
-                                               : "stopped";
+  m.state = run_.faulted() ? "faulted" : kernel_->state_name();
   m.stream_not_run = stream_failures();
   m.generation = generation();
   m.switches = gens_->switches();
