@@ -86,7 +86,7 @@ CompileResult compile(std::string_view source_name, std::string_view source, con
 /// unreadable file is a failed result, not an exception.
 CompileResult compile_file(const std::filesystem::path& path, const CompileOptions& o, Cache* cache = nullptr);
 
-/// Operator names a source declares with GPUOS_OPERATOR / _FLAGS / _WITH_FINISH / _NOARGS / _NOARGS_FLAGS,
+/// Operator names a source declares with GPUOS_OPERATOR / _FLAGS / _WITH_FINISH / _WITH_FINISH_FLAGS / _NOARGS / _NOARGS_FLAGS,
 /// in order, each once,
 /// ignoring comments and string literals. (Candidates: compile() confirms them with NVRTC.)
 std::vector<std::string> scan_operator_names(std::string_view source);

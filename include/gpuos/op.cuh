@@ -210,6 +210,10 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
 
 /// As GPUOS_OPERATOR, with a finish function run once, on one block, after all tiles.
 #define GPUOS_OPERATOR_WITH_FINISH(NAME, ARGS, TILE_FN, FINISH_FN)                                 \
+  GPUOS_OPERATOR_WITH_FINISH_FLAGS(NAME, ARGS, TILE_FN, FINISH_FN, 0u)
+
+/// As GPUOS_OPERATOR_WITH_FINISH, with OpEntry flags (they cover the tiles' and the finish's writes).
+#define GPUOS_OPERATOR_WITH_FINISH_FLAGS(NAME, ARGS, TILE_FN, FINISH_FN, FLAGS)                    \
   GPUOS_OP_CHECK_(NAME, ARGS, TILE_FN)                                                             \
   static_assert(::gpuos::detail::tile_signature_ok<ARGS, decltype(&FINISH_FN)>,                     \
                 "gpuos operator '" #NAME "': finish function " #FINISH_FN " must be declared as "  \
@@ -219,7 +223,7 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
     FINISH_FN(*static_cast<const ARGS*>(a), c);                                                    \
   }                                                                                                \
   extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
-      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, &gpuos_op_##NAME##_finish, sizeof(ARGS), 0u};
+      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, &gpuos_op_##NAME##_finish, sizeof(ARGS), (FLAGS)};
 
 /// Operator with no arguments.
 #define GPUOS_OPERATOR_NOARGS(NAME, TILE_FN) GPUOS_OPERATOR_NOARGS_FLAGS(NAME, TILE_FN, 0u)

@@ -28,7 +28,8 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 TEST_CASE("jit: every example operator compiles to LTO-IR and declares the operator of its file name") {
   int n = 0;
-  for (const auto& e : fs::directory_iterator(examples_dir())) {
+  for (const fs::path& dir : {examples_dir(), examples_dir().parent_path() / "llama" / "ops"})
+  for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".cu") continue;
     ++n;
     CAPTURE(e.path().string());
@@ -39,7 +40,7 @@ TEST_CASE("jit: every example operator compiles to LTO-IR and declares the opera
     CHECK(first_error(r) == nullptr);
     CHECK_FALSE(r.key.is_zero());
   }
-  CHECK(n >= 4);
+  CHECK(n >= 10);
 }
 
 TEST_CASE("jit: operators with a finish function, without arguments, and several in one source") {
@@ -56,11 +57,12 @@ GPUOS_OPERATOR_WITH_FINISH(count_tiles, A, part, total)
 GPUOS_OPERATOR_NOARGS(idle_op, idle)
 GPUOS_OPERATOR_NOARGS_FLAGS(marker_op, idle, GPUOS_OP_NO_WRITES)
 GPUOS_OPERATOR_FLAGS(host_op, A, part, GPUOS_OP_HOST_WRITES)
+GPUOS_OPERATOR_WITH_FINISH_FLAGS(host_total, A, part, total, GPUOS_OP_HOST_WRITES)
 )";
   const CompileResult r = compile("multi.cu", src, opts());
   INFO(r.error_text());
   REQUIRE(r.ok());
-  CHECK(r.operators == std::vector<std::string>{"count_tiles", "idle_op", "marker_op", "host_op"});
+  CHECK(r.operators == std::vector<std::string>{"count_tiles", "idle_op", "marker_op", "host_op", "host_total"});
 }
 
 TEST_CASE("jit: operator names are scanned outside comments, strings and directives") {
@@ -72,6 +74,7 @@ const char* r = R"x(GPUOS_OPERATOR(in_raw, A, f))x";
 #define WRAP(n) GPUOS_OPERATOR(n, A, f)
 GPUOS_OPERATOR( spaced ,A,f)
 GPUOS_OPERATOR_WITH_FINISH(fin, A, f, g)
+GPUOS_OPERATOR_WITH_FINISH_FLAGS(fin_flagged, A, f, g, GPUOS_OP_HOST_WRITES)
 GPUOS_OPERATOR_NOARGS(
     noargs, f)
 GPUOS_OPERATOR_FLAGS(flagged, A, f, GPUOS_OP_HOST_WRITES)
@@ -81,7 +84,8 @@ MY_GPUOS_OPERATOR(prefixed, A, f)
 GPUOS_OPERATORX(suffixed, A, f)
 GPUOS_OPERATOR(spaced, A, f)
 )src";
-  CHECK(scan_operator_names(src) == std::vector<std::string>{"spaced", "fin", "noargs", "flagged", "marker"});
+  CHECK(scan_operator_names(src) ==
+        std::vector<std::string>{"spaced", "fin", "fin_flagged", "noargs", "flagged", "marker"});
 }
 
 TEST_CASE("jit: an operator under #if 0 is not reported; the others are") {

@@ -1,0 +1,181 @@
+"""Milliseconds per generated token: gpuos against transformers eager and under CUDA graphs, one process.
+
+    python bench_decode.py MODEL_DIR [--json OUT] [--new 128] [--batches 1,4,8]
+
+A 32-token random prompt, then `--new` greedy tokens. Measured in this order, each after a warm-up:
+1. the device-to-device copy bandwidth (torch, 1 GiB): bytes read + bytes written per second;
+2. transformers eager with a static cache (generate, cache_implementation="static"): decode time per token
+   = (time of prompt + new tokens - time of prompt + 1 token) / (new - 1);
+3. the same model's decode step captured in one CUDA graph (static cache, torch.cuda.graph), replayed per
+   token with the argmax inside the graph (falls back to torch.compile(mode="reduce-overhead"));
+4. gpuos (examples/llama): the step graph per token, batch 1, 4 and 8 (one sequence per row).
+Each is also given as a fraction of the bandwidth bound: weight bytes read per token / the bandwidth of 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+
+def copy_bandwidth(nbytes: int = 1 << 30, reps: int = 20) -> float:
+    a = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    for _ in range(3):
+        b.copy_(a)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(reps):
+        b.copy_(a)
+    torch.cuda.synchronize()
+    dt = (time.perf_counter() - t) / reps
+    del a, b
+    return 2 * nbytes / dt
+
+
+def eager_static(model, prompt: torch.Tensor, new: int) -> float:
+    def run(n: int) -> float:
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                       cache_implementation="static", pad_token_id=0)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t
+
+    run(4)
+    return (min(run(new) for _ in range(2)) - min(run(1) for _ in range(2))) / (new - 1)
+
+
+def _static_cache(model, batch: int, length: int):
+    from transformers import StaticCache
+
+    for kw in (dict(config=model.config, max_batch_size=batch, max_cache_len=length, device="cuda",
+                    dtype=torch.bfloat16),
+               dict(config=model.config, max_cache_len=length)):
+        try:
+            return StaticCache(**kw)
+        except TypeError:
+            continue
+    raise RuntimeError("no StaticCache signature fits this transformers")
+
+
+def cuda_graph(model, prompt: torch.Tensor, new: int) -> tuple[float, str]:
+    """Decode time per token with the step in one CUDA graph."""
+    P = prompt.shape[1]
+    cache = _static_cache(model, prompt.shape[0], P + new + 8)
+    with torch.no_grad():
+        out = model(prompt, past_key_values=cache, cache_position=torch.arange(P, device="cuda"), use_cache=True)
+        tok = out.logits[:, -1:].argmax(-1)
+        pos = torch.tensor([P], device="cuda")
+
+        def step():
+            o = model(tok, past_key_values=cache, cache_position=pos, position_ids=pos.view(1, 1), use_cache=True)
+            tok.copy_(o.logits[:, -1:].argmax(-1))
+            pos.add_(1)
+
+        how = "torch.cuda.graph"
+        try:
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    step()
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                step()
+            run = g.replay
+        except Exception as e:  # capture refused by this model code: the compiled path captures instead
+            how = f"torch.compile(mode='reduce-overhead') (capture failed: {type(e).__name__}: {e})"
+            torch.cuda.synchronize()
+            run = torch.compile(step, mode="reduce-overhead", fullgraph=False)
+            for _ in range(4):
+                run()
+        pos.fill_(P)
+        for _ in range(3):
+            run()
+        pos.fill_(P)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(new):
+            run()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t) / new, how
+
+
+def gpuos_decode(model_dir: str, batches: list[int], prompt_len: int, new: int, vocab: int) -> dict:
+    import gpuos
+    from llama_engine import Engine
+
+    res = {}
+    with gpuos.Runtime() as rt:
+        eng = Engine(rt, model_dir, slots=max(batches), max_pos=max(64, -(-(prompt_len + new + 8) // 64) * 64))
+        g = torch.Generator().manual_seed(0)
+        for B in batches:
+            eng.graph(B)
+            prompts = [torch.randint(0, vocab, (prompt_len,), generator=g).tolist() for _ in range(B)]
+            nxt = [eng.prefill(p, slot=b) for b, p in enumerate(prompts)]
+            for _ in range(2):  # warm-up steps at the end of the cache's used part
+                eng.step([(nxt[b], prompt_len, b, 0.0, 0) for b in range(B)])
+            t = time.perf_counter()
+            for s in range(new):
+                nxt = eng.step([(nxt[b], prompt_len + s, b, 0.0, 0) for b in range(B)])
+            dt = (time.perf_counter() - t) / new
+            res[B] = {"ms_per_step": dt * 1e3, "tokens_per_s": B / dt}
+        res["stats"] = rt.stats()
+        res["device"] = rt.device_info()
+        eng.close()
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model_dir")
+    ap.add_argument("--json")
+    ap.add_argument("--new", type=int, default=128)
+    ap.add_argument("--prompt-len", type=int, default=32)
+    ap.add_argument("--batches", default="1,4,8")
+    ap.add_argument("--skip-torch", action="store_true")
+    a = ap.parse_args()
+    from llama_engine import Config
+
+    cfg = Config.from_json(f"{a.model_dir}/config.json")
+    batches = [int(b) for b in a.batches.split(",")]
+    r = {"device": torch.cuda.get_device_name(), "weight_bytes_per_token": cfg.weight_bytes_per_step(),
+         "prompt_len": a.prompt_len, "new_tokens": a.new}
+    bw = copy_bandwidth()
+    r["copy_bandwidth_GBps"] = bw / 1e9
+    bound_ms = cfg.weight_bytes_per_step() / bw * 1e3
+    r["bandwidth_bound_ms_per_token"] = bound_ms
+    if not a.skip_torch:
+        from transformers import LlamaForCausalLM
+
+        model = LlamaForCausalLM.from_pretrained(a.model_dir, torch_dtype=torch.bfloat16).cuda().eval()
+        prompt = torch.randint(0, cfg.vocab, (1, a.prompt_len), device="cuda")
+        with torch.no_grad():
+            e = eager_static(model, prompt, a.new)
+        r["transformers_eager_static_ms"] = e * 1e3
+        cg, how = cuda_graph(model, prompt, a.new)
+        r["cuda_graph_ms"] = cg * 1e3
+        r["cuda_graph_how"] = how
+        del model
+        torch.cuda.empty_cache()
+    g = gpuos_decode(a.model_dir, batches, a.prompt_len, a.new, cfg.vocab)
+    r["gpuos"] = {str(k): v for k, v in g.items() if isinstance(k, int)}
+    r["gpuos_runtime"] = {"stats": g["stats"], "device": g["device"]}
+    r["gpuos_ms"] = g[1]["ms_per_step"] if 1 in g else None
+    for k in ("transformers_eager_static_ms", "cuda_graph_ms", "gpuos_ms"):
+        if r.get(k):
+            r[k.replace("_ms", "_fraction_of_bound")] = bound_ms / r[k]
+    text = json.dumps(r, indent=1, default=str)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""gpuos's Llama decoding against transformers' own LlamaForCausalLM with the same weights.
+
+    python check_reference.py MODEL_DIR [--prompt-len 32] [--steps 64] [--json OUT]
+
+Both decode greedily from the same random prompt: transformers in bfloat16 (the reference), gpuos with
+examples/llama/ops. Reported:
+- `same_tokens`: how many generated tokens agree before the first difference (target: >= 32);
+- per step, while the contexts are the same, the largest difference between gpuos's and the
+  reference's logits, and the distance of each from the same model in float32 on the same tokens
+  (`err_gpuos`, `err_ref`: max over the vocabulary of |logit - logit_fp32|).
+The bound: gpuos's logits are as close to float32 as the bf16 reference's are, within a factor of 1.5
+(mean over steps of err_gpuos <= 1.5 x mean of err_ref), and no step's difference from the reference
+exceeds 4 x the reference's own error at that step. Exit status 0 when both hold, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+
+
+def reference(model_dir: str, prompt: list[int], steps: int) -> tuple[list[int], torch.Tensor]:
+    """Greedy decoding by transformers in bfloat16 with its KV cache: tokens and each step's logits."""
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(model_dir, torch_dtype=torch.bfloat16).cuda().eval()
+    toks, logits = [], []
+    with torch.no_grad():
+        out = model(torch.tensor([prompt], device="cuda"), use_cache=True)
+        for s in range(steps):
+            logits.append(out.logits[0, -1].float())
+            t = int(torch.argmax(logits[-1]))
+            toks.append(t)
+            if s + 1 < steps:
+                out = model(torch.tensor([[t]], device="cuda"), past_key_values=out.past_key_values, use_cache=True)
+    del model
+    torch.cuda.empty_cache()
+    return toks, torch.stack(logits).cpu()
+
+
+def forced_fp32(model_dir: str, seq: list[int], first: int) -> torch.Tensor:
+    """Logits of the float32 model at positions first-1.. of `seq` (one causal forward pass)."""
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).cuda().eval()
+    with torch.no_grad():
+        out = model(torch.tensor([seq], device="cuda")).logits[0, first - 1:].float().cpu()
+    del model
+    torch.cuda.empty_cache()
+    return out
+
+
+def run_gpuos(model_dir: str, prompt: list[int], steps: int, **runtime) -> tuple[list[int], torch.Tensor, dict]:
+    """Greedy decoding by the gpuos engine: tokens, each step's logits, timings."""
+    import gpuos
+    from llama_engine import MAX_ROWS, Engine
+
+    with gpuos.Runtime(**runtime) as rt:
+        t0 = time.perf_counter()
+        eng = Engine(rt, model_dir, slots=1, max_pos=max(64, -(-(len(prompt) + steps) // 64) * 64), keep_logits=True)
+        t1 = time.perf_counter()
+        toks, logits = [], []
+        nxt = eng.prefill(prompt, slot=0)
+        logits.append(eng.logits[(len(prompt) - 1) % MAX_ROWS].cpu())
+        toks.append(nxt)
+        for s in range(1, steps):
+            nxt = eng.step([(nxt, len(prompt) + s - 1, 0, 0.0, 0)])[0]
+            logits.append(eng.logits[0].cpu())
+            toks.append(nxt)
+        t2 = time.perf_counter()
+        eng.close()
+    return toks, torch.stack(logits), {"load_s": t1 - t0, "decode_s": t2 - t1}
+
+
+def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1, **runtime) -> dict:
+    import json as _json
+    from pathlib import Path
+
+    vocab = _json.loads((Path(model_dir) / "config.json").read_text())["vocab_size"]
+    g = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(0, vocab, (prompt_len,), generator=g).tolist()
+    ref_toks, ref_logits = reference(model_dir, prompt, steps)
+    gp_toks, gp_logits, timing = run_gpuos(model_dir, prompt, steps, **runtime)
+    same = next((i for i, (a, b) in enumerate(zip(ref_toks, gp_toks)) if a != b), steps)
+    # Contexts agree for the steps up to and including the first differing token.
+    n = min(steps, same + 1)
+    f32 = forced_fp32(model_dir, prompt + ref_toks[: n - 1], prompt_len)[:n]
+    diff = (gp_logits[:n] - ref_logits[:n]).abs().amax(dim=1)
+    err_g = (gp_logits[:n] - f32).abs().amax(dim=1)
+    err_r = (ref_logits[:n] - f32).abs().amax(dim=1)
+    scale = ref_logits[:n].abs().amax(dim=1)
+    top2 = ref_logits[:n].topk(2, dim=1).values
+    margin_at_split = float(top2[same, 0] - top2[same, 1]) if same < steps else None
+    ok_err = float(err_g.mean()) <= 1.5 * float(err_r.mean())
+    ok_step = bool((diff <= 4 * err_r).all())
+    return {
+        "prompt_len": prompt_len,
+        "steps": steps,
+        "same_tokens": same,
+        "reference_margin_at_first_difference": margin_at_split,
+        "max_abs_diff_vs_ref": float(diff.max()),
+        "max_rel_diff_vs_ref": float((diff / scale).max()),
+        "mean_err_gpuos_vs_fp32": float(err_g.mean()),
+        "mean_err_ref_vs_fp32": float(err_r.mean()),
+        "per_step": [{"diff": float(d), "err_gpuos": float(a), "err_ref": float(b)}
+                     for d, a, b in zip(diff, err_g, err_r)],
+        "ok_err": ok_err,
+        "ok_step": ok_step,
+        "ok_tokens": same >= min(32, steps),
+        "timing": timing,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model_dir")
+    ap.add_argument("--prompt-len", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    r = compare(a.model_dir, a.prompt_len, a.steps, a.seed)
+    text = json.dumps(r, indent=1)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text)
+    summary = {k: v for k, v in r.items() if k != "per_step"}
+    print(json.dumps(summary, indent=1))
+    return 0 if r["ok_err"] and r["ok_step"] and r["ok_tokens"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""A Llama-architecture decoder served by gpuos: weights from safetensors, one task graph per step.
+
+A *step* processes up to 8 rows; a row is one token of one sequence: (token, position, KV-cache slot,
+temperature, seed). The step's graph is a chain of nodes, each a gpuos task of many tiles spread over the
+resident kernel's grid:
+
+    embed -> [qkv -> attn -> o_proj -> swiglu -> down] x layers -> logits
+
+RMSNorms are folded into the projections that read them (llama_resid accumulates the sums of squares of
+the rows it writes), rotary embeddings and the KV-cache writes into llama_qkv, and the token choice into
+llama_logits. The host writes the rows into mapped memory, launches the graph of that row count, waits
+and reads the chosen tokens from mapped memory: one submission and one wait per step. Decode rows of
+several requests, and prompt tokens (prefill, up to 8 consecutive positions per step), mix freely in a
+step, since attention reads each row's own slot up to its own position.
+
+Torch holds the buffers (the weights stay the tensors safetensors loaded) and computes nothing here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import struct
+import threading
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import gpuos
+
+OPS_DIR = Path(__file__).resolve().parent / "ops"
+OP_NAMES = ("llama_embed", "llama_qkv", "llama_attn", "llama_resid", "llama_swiglu", "llama_logits")
+MAX_ROWS = 8
+HEAD_DIM = 64
+ROW = struct.Struct("<iiifI12x")  # llama::Row
+DIMS = struct.Struct("<8Iff32f")  # llama::Dims
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The shape of the model, as a Hugging Face LlamaConfig (config.json) gives it."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    inter: int
+    vocab: int
+    layers: int
+    eps: float
+    rope_theta: float
+    rope_scaling: dict | None
+    tied: bool
+
+    @staticmethod
+    def from_json(path: str | os.PathLike) -> "Config":
+        c = json.loads(Path(path).read_text())
+        cfg = Config(
+            hidden=c["hidden_size"],
+            heads=c["num_attention_heads"],
+            kv_heads=c.get("num_key_value_heads", c["num_attention_heads"]),
+            inter=c["intermediate_size"],
+            vocab=c["vocab_size"],
+            layers=c["num_hidden_layers"],
+            eps=c["rms_norm_eps"],
+            rope_theta=c.get("rope_theta", 10000.0),
+            rope_scaling=c.get("rope_scaling"),
+            tied=c.get("tie_word_embeddings", False),
+        )
+        cfg.check(c.get("head_dim", cfg.hidden // cfg.heads))
+        return cfg
+
+    def check(self, head_dim: int) -> None:
+        why = []
+        if head_dim != HEAD_DIM or self.hidden != self.heads * HEAD_DIM:
+            why.append(f"head_dim {head_dim} (the operators are written for {HEAD_DIM} = hidden / heads)")
+        if self.heads % self.kv_heads or self.heads // self.kv_heads > 8:
+            why.append(f"{self.heads} heads over {self.kv_heads} KV heads (at most 8 query heads per KV head)")
+        for name, v in (("hidden_size", self.hidden), ("intermediate_size", self.inter)):
+            if v % 256:
+                why.append(f"{name} {v} is not a multiple of 256")
+        if self.vocab % 16:
+            why.append(f"vocab_size {self.vocab} is not a multiple of 16")
+        if self.rope_scaling and self.rope_scaling.get("rope_type", self.rope_scaling.get("type")) not in ("llama3", "default"):
+            why.append(f"rope scaling {self.rope_scaling} (llama3 or none)")
+        if why:
+            raise ValueError("unsupported model: " + "; ".join(why))
+
+    def inv_freq(self) -> list[float]:
+        """Rotary frequencies in float32, as the reference computes them (llama3 scaling included)."""
+        inv = 1.0 / (self.rope_theta ** (torch.arange(0, HEAD_DIM, 2, dtype=torch.int64).float() / HEAD_DIM))
+        s = self.rope_scaling
+        if s and s.get("rope_type", s.get("type")) == "llama3":
+            factor, lo, hi = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
+            old = s["original_max_position_embeddings"]
+            lo_wave, hi_wave = old / lo, old / hi
+            wave = 2 * math.pi / inv
+            scaled = torch.where(wave > lo_wave, inv / factor, inv)
+            smooth = (old / wave - lo) / (hi - lo)
+            smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+            medium = ~(wave < hi_wave) * ~(wave > lo_wave)
+            inv = torch.where(medium, smoothed, scaled)
+        return inv.tolist()
+
+    def weight_bytes_per_step(self) -> int:
+        """Bytes of weights a step reads: every projection once, the LM head once."""
+        per_layer = (self.heads + 2 * self.kv_heads) * HEAD_DIM * self.hidden + self.hidden * self.hidden
+        per_layer += 3 * self.inter * self.hidden
+        return 2 * (self.layers * per_layer + self.vocab * self.hidden)
+
+
+def _ptr(t: torch.Tensor) -> int:
+    return t.data_ptr()
+
+
+class Engine:
+    """The model on a gpuos runtime: its buffers, its operators and a step graph per row count.
+
+    `slots` sequences can be in flight, each up to `max_pos` tokens. Operators are loaded from `ops_dir`
+    (the runtime's watcher may reload them there while serving: the graphs name operators by id, so a
+    new generation's code runs from the next launch on). Not thread-safe: one caller runs steps.
+    """
+
+    def __init__(self, rt: gpuos.Runtime, model_dir: str | os.PathLike, *, slots: int = 8, max_pos: int = 1024,
+                 chunk: int = 64, keep_logits: bool = False, load_ops: bool = True):
+        from safetensors.torch import load_file
+
+        self.rt = rt
+        self.cfg = cfg = Config.from_json(Path(model_dir) / "config.json")
+        if max_pos % chunk or chunk > 64:
+            raise ValueError("max_pos must be a multiple of chunk, chunk <= 64")
+        self.slots, self.max_pos, self.chunk, self.splits = slots, max_pos, chunk, max_pos // chunk
+        dev = torch.device("cuda", torch.cuda.current_device())
+        files = sorted(Path(model_dir).glob("model*.safetensors"))
+        if not files:
+            raise FileNotFoundError(f"{model_dir}: no model*.safetensors")
+        w = {}
+        for f in files:
+            w.update(load_file(str(f), device=str(dev)))
+        bf = torch.bfloat16
+
+        def get(name: str) -> torch.Tensor:
+            t = w[name]
+            if t.dtype != bf:
+                raise ValueError(f"{name}: {t.dtype}, expected bfloat16")
+            return t.contiguous()
+
+        self.emb = get("model.embed_tokens.weight")
+        self.head = self.emb if cfg.tied or "lm_head.weight" not in w else get("lm_head.weight")
+        self.final_norm = get("model.norm.weight")
+        self.layers = []
+        for i in range(cfg.layers):
+            p = f"model.layers.{i}."
+            self.layers.append({
+                "qkv": torch.cat([get(p + "self_attn.q_proj.weight"), get(p + "self_attn.k_proj.weight"),
+                                  get(p + "self_attn.v_proj.weight")]).contiguous(),
+                "o": get(p + "self_attn.o_proj.weight"),
+                "gate": get(p + "mlp.gate_proj.weight"),
+                "up": get(p + "mlp.up_proj.weight"),
+                "down": get(p + "mlp.down_proj.weight"),
+                "norm1": get(p + "input_layernorm.weight"),
+                "norm2": get(p + "post_attention_layernorm.weight"),
+            })
+        del w
+
+        R, H, NH, KVH = MAX_ROWS, cfg.hidden, cfg.heads, cfg.kv_heads
+        z = dict(device=dev)
+        self.x = torch.zeros(R, H, dtype=bf, **z)
+        self.q = torch.zeros(R, NH * HEAD_DIM, dtype=bf, **z)
+        self.attn = torch.zeros(R, NH * HEAD_DIM, dtype=bf, **z)
+        self.mlp = torch.zeros(R, cfg.inter, dtype=bf, **z)
+        self.ss = torch.zeros(2 * cfg.layers + 1, R, dtype=torch.float32, **z)
+        self.kv = torch.zeros(cfg.layers, 2, slots, KVH, max_pos, HEAD_DIM, dtype=bf, **z)
+        self.part = torch.zeros(R * NH * self.splits * (2 + HEAD_DIM), dtype=torch.float32, **z)
+        self.count = torch.zeros(R * KVH, dtype=torch.int32, **z)
+        self.keys = torch.zeros(R, dtype=torch.int64, **z)
+        self.rows = torch.zeros(R, ROW.size // 4, dtype=torch.int32, **z)
+        self.logits = torch.zeros(R, cfg.vocab, dtype=torch.float32, **z) if keep_logits else None
+        dims = DIMS.pack(H, NH, KVH, cfg.inter, cfg.vocab, cfg.layers, max_pos, slots, cfg.eps, 0.0,
+                         *cfg.inv_freq())
+        self.dims = torch.frombuffer(bytearray(dims), dtype=torch.uint8).to(dev)
+        # Mapped host memory (pinned memory is mapped into the device's address space under UVA).
+        self.ctl = torch.zeros(R * ROW.size, dtype=torch.uint8).pin_memory()
+        self.out = torch.full((R,), -1, dtype=torch.int32).pin_memory()
+        self._ctl_np = self.ctl.numpy()
+        torch.cuda.synchronize()
+
+        if load_ops:
+            for name in OP_NAMES:
+                rt.load_operator_file(str(OPS_DIR / f"{name}.cu"))
+        self.op = {name: rt.op_id(name) for name in OP_NAMES}
+        self._graphs: dict[int, gpuos.GraphExec] = {}
+        self._lock = threading.Lock()
+
+    # ---- graphs --------------------------------------------------------------------------------------
+    def _tasks(self, R: int) -> list[gpuos.Task]:
+        c, op, P = self.cfg, self.op, _ptr
+        kvh = self.kv[0].numel() * 2  # bytes of one layer's cache
+        T = []
+        T.append(gpuos.Task(op["llama_embed"], R, struct.pack(
+            "<6Q", P(self.ctl), P(self.rows), P(self.emb), P(self.x), P(self.ss), P(self.dims))))
+        for i, L in enumerate(self.layers):
+            kv = P(self.kv) + i * kvh
+            qkv_rows = (c.heads + 2 * c.kv_heads) * HEAD_DIM
+            T.append(gpuos.Task(op["llama_qkv"], qkv_rows // 16, struct.pack(
+                "<8QI4x", P(L["qkv"]), P(self.x), P(self.ss[2 * i]), P(L["norm1"]), P(self.q), kv, P(self.rows),
+                P(self.dims), R)))
+            T.append(gpuos.Task(op["llama_attn"], R * c.kv_heads * self.splits, struct.pack(
+                "<7QIIf4x", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
+                self.splits, self.chunk, HEAD_DIM ** -0.5)))
+            T.append(gpuos.Task(op["llama_resid"], c.hidden // 16, struct.pack(
+                "<4Q3I4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
+                R)))
+            T.append(gpuos.Task(op["llama_swiglu"], c.inter // 8, struct.pack(
+                "<7QI4x", P(L["gate"]), P(L["up"]), P(self.x), P(self.ss[2 * i + 1]), P(L["norm2"]), P(self.mlp),
+                P(self.dims), R)))
+            T.append(gpuos.Task(op["llama_resid"], c.hidden // 16, struct.pack(
+                "<4Q3I4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R)))
+        T.append(gpuos.Task(op["llama_logits"], c.vocab // 16, struct.pack(
+            "<9QI4x", P(self.head), P(self.x), P(self.ss[2 * c.layers]), P(self.final_norm),
+            P(self.logits) if self.logits is not None else 0, P(self.keys), P(self.out), P(self.rows), P(self.dims),
+            R)))
+        return T
+
+    def graph(self, R: int) -> gpuos.GraphExec:
+        """The step graph of R rows (built and instantiated on first use)."""
+        if not 1 <= R <= MAX_ROWS:
+            raise ValueError(f"a step has 1..{MAX_ROWS} rows, not {R}")
+        g = self._graphs.get(R)
+        if g is None:
+            graph, prev = gpuos.Graph(), None
+            for t in self._tasks(R):
+                prev = graph.add(t, [] if prev is None else [prev])
+            g = self._graphs[R] = gpuos.GraphExec(self.rt, graph)
+        return g
+
+    @property
+    def nodes_per_step(self) -> int:
+        return 2 + 5 * self.cfg.layers
+
+    # ---- steps ---------------------------------------------------------------------------------------
+    def step(self, rows: list[tuple[int, int, int, float, int]], timeout: float | None = 30.0) -> list[int]:
+        """Runs one step over `rows` = [(token, position, slot, temperature, seed)]; returns each row's
+        next token (-1 for a row with slot < 0). Raises gpuos.Error if the launch failed, TimeoutError if
+        it did not finish within `timeout` seconds."""
+        R = len(rows)
+        g = self.graph(R)
+        with self._lock:
+            buf = bytearray(R * ROW.size)
+            for i, (tok, pos, slot, temp, seed) in enumerate(rows):
+                if slot >= self.slots or (slot >= 0 and not 0 <= pos < self.max_pos):
+                    raise ValueError(f"row {i}: slot {slot} / position {pos} outside the cache "
+                                     f"({self.slots} slots x {self.max_pos} positions)")
+                ROW.pack_into(buf, i * ROW.size, tok, pos, slot, temp, seed & 0xFFFFFFFF)
+            self._ctl_np[: len(buf)] = np.frombuffer(buf, dtype=np.uint8)
+            ticket = g.launch()
+            if not self.rt.wait(ticket, timeout):
+                raise TimeoutError(f"step of {R} rows did not finish in {timeout} s")
+            return self.out[:R].tolist()
+
+    def prefill(self, tokens: list[int], slot: int, temp: float = 0.0, seed: int = 0) -> int:
+        """Runs a prompt through slot `slot` (positions 0..len-1), 8 tokens a step; returns the token
+        chosen after the last one."""
+        nxt = -1
+        for s in range(0, len(tokens), MAX_ROWS):
+            chunk = tokens[s:s + MAX_ROWS]
+            nxt = self.step([(t, s + i, slot, temp, seed) for i, t in enumerate(chunk)])[-1]
+        return nxt
+
+    def close(self) -> None:
+        for g in self._graphs.values():
+            g.close()
+        self._graphs.clear()

@@ -1,0 +1,169 @@
+// Shared by the Llama operators (examples/llama/ops/*.cu): the model's dimensions as the device sees
+// them, the per-row state of a step, bf16 helpers and the tensor-core matrix-vector product that every
+// projection uses.
+//
+// A step processes R <= 8 rows; a row is one token of one sequence (its KV-cache slot and position), so
+// a launch may hold the decode tokens of up to 8 requests, or up to 8 consecutive prompt tokens of one
+// (prefill), or a mix. Activations are bf16 row-major [R][width]; weights bf16 row-major [out][in], as
+// torch.nn.Linear stores them. Where the reference model rounds to bf16 (every tensor op in bf16), the
+// operators round at the same points, so the remaining difference is the order of fp32 sums.
+#pragma once
+
+#include "gpuos/op.cuh"
+
+namespace llama {
+
+using bf16 = unsigned short;  // raw bits: the operators need no CUDA header
+
+inline constexpr unsigned kMaxRows = 8;    // rows of one step: the mma's n dimension
+inline constexpr unsigned kHeadDim = 64;   // the operators are written for a head dimension of 64
+inline constexpr unsigned kWarps = GPUOS_BLOCK_THREADS / 32;
+__device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
+
+/// The model's dimensions and constants, in device memory (the host packs it: llama_engine.py, DIMS).
+struct Dims {
+  unsigned hidden, heads, kv_heads, inter, vocab, layers, max_pos, slots;
+  float eps;
+  unsigned pad;
+  float inv_freq[kHeadDim / 2];  // rotary frequencies, scaling applied (the host computes them)
+};
+static_assert(sizeof(Dims) == 40 + 4 * kHeadDim / 2, "Dims layout");
+
+/// One row of a step. The host writes these into mapped memory before a launch (`ctl`); the embedding
+/// operator copies them to device memory (`rows`), where every later operator reads them.
+struct Row {
+  int tok;            ///< input token
+  int pos;            ///< its position in the sequence
+  int slot;           ///< KV-cache slot of the sequence; < 0: the row is unused
+  float temp;         ///< sampling temperature; <= 0: greedy
+  unsigned seed;      ///< sampling seed of the request
+  unsigned pad[3];
+};
+static_assert(sizeof(Row) == 32, "Row layout");
+
+// ---- bf16 -----------------------------------------------------------------------------------------
+__device__ __forceinline__ float bf2f(bf16 h) { return __uint_as_float(static_cast<unsigned>(h) << 16); }
+__device__ __forceinline__ float lo2f(unsigned p) { return __uint_as_float(p << 16); }
+__device__ __forceinline__ float hi2f(unsigned p) { return __uint_as_float(p & 0xffff0000u); }
+__device__ __forceinline__ bf16 f2bf(float f) {
+  unsigned short r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+/// f rounded to bf16, as a float: what a bf16 tensor op stores.
+__device__ __forceinline__ float rbf(float f) { return bf2f(f2bf(f)); }
+/// Two floats as a bf16 pair (lo in the low half).
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+/// Weights stream through once per step: keep them out of L1, which holds the activations.
+__device__ __forceinline__ uint4 ld_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+/// A word written by atomics of other blocks in this step: read from L2, never a stale L1 line.
+__device__ __forceinline__ float ld_l2(const float* p) { return __ldcg(p); }
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                         unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/// The input of a projection: rows of activations, optionally RMS-normalized on the fly. With `ss`
+/// (sums of squares of each row, accumulated by the operator that wrote the rows), element k of row r
+/// becomes bf16(bf16(x * rsqrt(ss[r] / K + eps)) * gain[k]), the reference's LlamaRMSNorm.
+struct Input {
+  const bf16* x;      ///< [R][K]
+  const float* ss;    ///< nullptr: no normalization
+  const bf16* gain;   ///< [K]
+  unsigned K;
+  unsigned R;
+  float eps;
+};
+
+/// out[i][r] (16 x 8 floats in shared memory) = sum_k W[row_i][k] * in[r][k] for a group of 16 weight
+/// rows: lo(i) for i < 8 and hi(i - 8) for i >= 8, given as the two row pointers of this lane's g =
+/// lane / 4. The block's 8 warps split K; each runs m16n8k16 bf16 mma with fp32 accumulation (n = the
+/// rows of the step; rows >= R are zero). K must be a multiple of 256.
+///
+/// The k order inside each 32-wide block is permuted so that a lane loads 8 consecutive weights (16 B)
+/// of each of its two rows and 8 consecutive inputs: logical k 2t, 2t+1, 2t+8, 2t+9 of the first mma are
+/// k 8t..8t+3 of the block, of the second 8t+4..8t+7 (t = lane % 4). A and B use the same permutation,
+/// so the sum is unchanged.
+/// Uses 4 KiB of `smem` for the reduction over warps and 512 B after it for `out`; all threads enter.
+__device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, const Input& in, float* smem) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
+  const unsigned kw = in.K / kWarps, kbeg = warp * kw, kend = kbeg + kw;
+  const bool has_row = g < in.R;
+  const bf16* xrow = in.x + static_cast<unsigned long long>(has_row ? g : 0u) * in.K;
+  float rs = 1.0f;
+  if (in.ss && has_row) rs = rsqrtf(ld_l2(in.ss + g) / static_cast<float>(in.K) + in.eps);
+
+  // This lane's 8 k of each 32-wide block start at 8t.
+  const bf16* wl = wlo + t * 8u;
+  const bf16* wh = whi + t * 8u;
+  xrow += t * 8u;
+  const bf16* gain = in.gain ? in.gain + t * 8u : nullptr;
+  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  // One 32-wide block of k: this lane's 8 inputs of row g (zero past R), normalized when asked.
+  auto step = [&](const uint4& a, const uint4& b, unsigned k) {
+    uint4 xv = make_uint4(0u, 0u, 0u, 0u);
+    if (has_row) {
+      xv = *reinterpret_cast<const uint4*>(xrow + k);
+      if (in.ss) {
+        const uint4 gv = *reinterpret_cast<const uint4*>(gain + k);
+        unsigned* xp = &xv.x;
+        const unsigned* gp = &gv.x;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          xp[j] = pack2(rbf(rbf(lo2f(xp[j]) * rs) * lo2f(gp[j])), rbf(rbf(hi2f(xp[j]) * rs) * hi2f(gp[j])));
+      }
+    }
+    mma_bf16(c, a.x, b.x, a.y, b.y, xv.x, xv.y);
+    mma_bf16(c, a.z, b.z, a.w, b.w, xv.z, xv.w);
+  };
+  // Two blocks' weights in flight per lane (more spills under the 64-register bound), then one at a time.
+  unsigned k = kbeg;
+#pragma unroll 1
+  for (; k + 64u <= kend; k += 64u) {
+    const uint4 a0 = ld_stream(wl + k), b0 = ld_stream(wh + k);
+    const uint4 a1 = ld_stream(wl + k + 32u), b1 = ld_stream(wh + k + 32u);
+    step(a0, b0, k);
+    step(a1, b1, k + 32u);
+  }
+  if (k < kend) step(ld_stream(wl + k), ld_stream(wh + k), k);
+  // c: (row g, step rows 2t, 2t+1), (row g + 8, step rows 2t, 2t+1). Sum the warps' partials.
+  float4* red = reinterpret_cast<float4*>(smem);
+  red[warp * 32u + lane] = make_float4(c[0], c[1], c[2], c[3]);
+  __syncthreads();
+  float* out = smem + kWarps * 32u * 4u;
+  if (threadIdx.x < 128u) {
+    const unsigned l = threadIdx.x >> 2, comp = threadIdx.x & 3u;
+    float s = 0.0f;
+#pragma unroll
+    for (unsigned w = 0; w < kWarps; ++w) s += smem[(w * 32u + l) * 4u + comp];
+    const unsigned row = (l >> 2) + 8u * (comp >> 1), col = 2u * (l & 3u) + (comp & 1u);
+    out[row * kMaxRows + col] = s;
+  }
+  __syncthreads();
+  return out;
+}
+
+/// Sum over the 16 lanes of a half warp (lanes i..i+15 with the same r in the epilogues' layout).
+__device__ __forceinline__ float half_warp_sum(float v) {
+#pragma unroll
+  for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+}  // namespace llama

@@ -1,0 +1,118 @@
+// llama_attn: grouped-query attention of each row over its sequence's KV cache, positions 0..pos (so a
+// prefill chunk of consecutive positions is causal), split over the sequence. A tile takes one row, one
+// KV head (the `group` query heads that share it) and one chunk of `chunk` positions: it writes the
+// chunk's softmax statistics and unnormalized output (m, l, o[64]) per query head; the last of a (row,
+// KV head)'s tiles to finish, counted by an atomic, combines the chunks and writes the output (bf16).
+// Scores and the combination are in fp32. tiles = R * kv_heads * splits.
+#include "llama.cuh"
+
+struct LlamaAttnArgs {
+  const llama::bf16* q;   // [R][heads * 64]
+  const llama::bf16* kv;  // this layer's cache (llama_qkv)
+  llama::bf16* out;       // [R][heads * 64]
+  float* part;            // [R][heads][splits][2 + 64]
+  unsigned* count;        // [R][kv_heads], zero between steps
+  const llama::Row* rows;
+  const llama::Dims* dims;
+  unsigned splits;        // chunks per row: splits * chunk >= max_pos
+  unsigned chunk;         // positions per tile, <= 64
+  float scale;            // 1 / sqrt(64)
+};
+
+__device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c) {
+  using namespace llama;
+  const Dims& d = *a.dims;
+  const unsigned group = d.heads / d.kv_heads;  // <= 8
+  const unsigned split = c.tile % a.splits, kvh = (c.tile / a.splits) % d.kv_heads,
+                 r = c.tile / (a.splits * d.kv_heads);
+  const Row row = a.rows[r];
+  const int len = row.slot >= 0 ? (row.pos < static_cast<int>(d.max_pos) ? row.pos + 1 : static_cast<int>(d.max_pos)) : 0;
+  const int c0 = static_cast<int>(split * a.chunk);
+  const int n = len - c0 < static_cast<int>(a.chunk) ? (len - c0 > 0 ? len - c0 : 0) : static_cast<int>(a.chunk);
+
+  float* s = static_cast<float*>(c.smem);  // [group][64] scores, then weights
+  const unsigned long long plane = static_cast<unsigned long long>(d.slots) * d.kv_heads * d.max_pos * kHeadDim;
+  const bf16* kbase = a.kv + ((static_cast<unsigned long long>(row.slot >= 0 ? row.slot : 0) * d.kv_heads + kvh) *
+                                  d.max_pos + c0) * kHeadDim;
+  const bf16* vbase = kbase + plane;
+  const bf16* qrow = a.q + static_cast<unsigned long long>(r) * d.heads * kHeadDim + kvh * group * kHeadDim;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+
+  // Scores: warp w takes positions w, w + 8, ...; lane holds dims 2 lane, 2 lane + 1 of each query head.
+  for (int p = static_cast<int>(warp); p < n; p += static_cast<int>(kWarps)) {
+    const unsigned kp = *reinterpret_cast<const unsigned*>(kbase + static_cast<unsigned long long>(p) * kHeadDim + 2u * lane);
+    const float k0 = lo2f(kp), k1 = hi2f(kp);
+    for (unsigned h = 0; h < group; ++h) {
+      const unsigned qp = *reinterpret_cast<const unsigned*>(qrow + h * kHeadDim + 2u * lane);
+      float v = lo2f(qp) * k0 + hi2f(qp) * k1;
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      if (lane == 0) s[h * 64u + p] = v * a.scale;
+    }
+  }
+  __syncthreads();
+  // Softmax statistics of the chunk: warp h < group takes query head h.
+  float* stat = s + 8u * 64u;  // [group][2]: m, l
+  if (warp < group) {
+    float m = -llama::inf();
+    for (int p = static_cast<int>(lane); p < n; p += 32) m = fmaxf(m, s[warp * 64u + p]);
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float l = 0.0f;
+    for (int p = static_cast<int>(lane); p < n; p += 32) {
+      const float e = expf(s[warp * 64u + p] - m);
+      s[warp * 64u + p] = e;
+      l += e;
+    }
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    if (lane == 0) {
+      stat[warp * 2u] = m;
+      stat[warp * 2u + 1u] = l;
+    }
+  }
+  __syncthreads();
+  // Unnormalized output of the chunk: thread (h, dim) over the chunk's positions.
+  const unsigned qh0 = kvh * group;
+  for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
+    const unsigned h = j / kHeadDim, dim = j % kHeadDim;
+    float o = 0.0f;
+    for (int p = 0; p < n; ++p) o += s[h * 64u + p] * bf2f(vbase[static_cast<unsigned long long>(p) * kHeadDim + dim]);
+    float* dst = a.part + ((static_cast<unsigned long long>(r) * d.heads + qh0 + h) * a.splits + split) * (2u + kHeadDim);
+    dst[2u + dim] = o;
+    if (dim == 0) {
+      dst[0] = stat[h * 2u];
+      dst[1] = stat[h * 2u + 1u];
+    }
+  }
+  // The last tile of (r, kvh) combines: its readers see the other tiles' parts through L2.
+  __threadfence();
+  __syncthreads();
+  unsigned* flag = reinterpret_cast<unsigned*>(stat + 16u);
+  if (threadIdx.x == 0) {
+    unsigned* ctr = a.count + r * d.kv_heads + kvh;
+    const unsigned done = atomicAdd(ctr, 1u) + 1u;
+    const bool last = done == a.splits;
+    if (last) *ctr = 0u;
+    *flag = last;
+  }
+  __syncthreads();
+  if (!*flag) return;
+  __threadfence();
+  for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
+    const unsigned h = j / kHeadDim, dim = j % kHeadDim;
+    const float* src = a.part + (static_cast<unsigned long long>(r) * d.heads + qh0 + h) * a.splits * (2u + kHeadDim);
+    float m = -llama::inf();
+    for (unsigned sp = 0; sp < a.splits; ++sp) m = fmaxf(m, __ldcg(src + sp * (2u + kHeadDim)));
+    float l = 0.0f, o = 0.0f;
+    if (m != -llama::inf()) {
+      for (unsigned sp = 0; sp < a.splits; ++sp) {
+        const float* pp = src + sp * (2u + kHeadDim);
+        const float w = expf(__ldcg(pp) - m);
+        l += w * __ldcg(pp + 1);
+        o += w * __ldcg(pp + 2u + dim);
+      }
+    }
+    a.out[static_cast<unsigned long long>(r) * d.heads * kHeadDim + (qh0 + h) * kHeadDim + dim] =
+        f2bf(l > 0.0f ? o / l : 0.0f);
+  }
+}
+
+GPUOS_OPERATOR(llama_attn, LlamaAttnArgs, llama_attn_tile)

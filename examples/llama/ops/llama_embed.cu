@@ -1,0 +1,53 @@
+// llama_embed: the first node of a step. Tile r copies row r of the step from the host's mapped `ctl`
+// to device memory (`rows`), looks up its token's embedding into x[r] and writes the sum of squares of
+// x[r] for the first layer's RMSNorm; it zeroes row r's other sums, which later projections accumulate.
+// tiles = R.
+#include "llama.cuh"
+
+struct LlamaEmbedArgs {
+  const llama::Row* ctl;   // [R], mapped host memory
+  llama::Row* rows;        // [R]
+  const llama::bf16* emb;  // [vocab][hidden]
+  llama::bf16* x;          // [R][hidden]
+  float* ss;               // [2 * layers + 1][kMaxRows]
+  const llama::Dims* dims;
+};
+
+__device__ void llama_embed_tile(const LlamaEmbedArgs& a, const gpuos::TileCtx& c) {
+  using namespace llama;
+  const unsigned r = c.tile, H = a.dims->hidden;
+  Row& row = *static_cast<Row*>(c.smem);
+  float* red = static_cast<float*>(c.smem) + sizeof(Row) / 4;
+  if (threadIdx.x == 0) {
+    const volatile int* src = reinterpret_cast<const volatile int*>(a.ctl + r);
+    Row v;
+    int* dst = reinterpret_cast<int*>(&v);
+    for (unsigned i = 0; i < sizeof(Row) / 4; ++i) dst[i] = src[i];
+    if (v.tok < 0 || static_cast<unsigned>(v.tok) >= a.dims->vocab) v.slot = -1;  // refuse, never read out of bounds
+    row = v;
+    a.rows[r] = v;
+  }
+  __syncthreads();
+  const bool used = row.slot >= 0;
+  const uint4* src = reinterpret_cast<const uint4*>(a.emb + static_cast<unsigned long long>(used ? row.tok : 0) * H);
+  uint4* dst = reinterpret_cast<uint4*>(a.x + static_cast<unsigned long long>(r) * H);
+  float ss = 0.0f;
+  for (unsigned i = threadIdx.x; i < H / 8u; i += blockDim.x) {
+    uint4 v = used ? src[i] : make_uint4(0u, 0u, 0u, 0u);
+    dst[i] = v;
+    const unsigned* p = &v.x;
+    for (int j = 0; j < 4; ++j) ss += lo2f(p[j]) * lo2f(p[j]) + hi2f(p[j]) * hi2f(p[j]);
+  }
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  const unsigned nss = 2u * a.dims->layers + 1u;
+  if (threadIdx.x < nss) {
+    float v = 0.0f;
+    if (threadIdx.x == 0)
+      for (unsigned w = 0; w < kWarps; ++w) v += red[w];
+    a.ss[threadIdx.x * kMaxRows + r] = v;
+  }
+}
+
+GPUOS_OPERATOR(llama_embed, LlamaEmbedArgs, llama_embed_tile)

@@ -1,0 +1,32 @@
+// llama_swiglu: the MLP's gate and up projections with RMSNorm on the fly and the SwiGLU between them:
+// out[r][n] = bf16(silu(bf16(gate[n] . in[r])) * bf16(up[n] . in[r])), every step rounded to bf16 as the
+// reference rounds. A tile computes 8 features: their gate rows and their up rows. tiles = inter / 8.
+#include "llama.cuh"
+
+struct LlamaSwigluArgs {
+  const llama::bf16* gate;  // [inter][hidden]
+  const llama::bf16* up;    // [inter][hidden]
+  const llama::bf16* x;     // [R][hidden]
+  const float* ss;          // [kMaxRows]
+  const llama::bf16* gain;  // post_attention_layernorm.weight
+  llama::bf16* out;         // [R][inter]
+  const llama::Dims* dims;
+  unsigned R;
+};
+
+__device__ void llama_swiglu_tile(const LlamaSwigluArgs& a, const gpuos::TileCtx& c) {
+  using namespace llama;
+  const unsigned H = a.dims->hidden, I = a.dims->inter;
+  const unsigned g = (threadIdx.x & 31u) >> 2, f0 = c.tile * 8u;
+  const unsigned long long off = static_cast<unsigned long long>(f0 + g) * H;
+  const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps};
+  const float* out = project16(a.gate + off, a.up + off, in, static_cast<float*>(c.smem));
+
+  const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;
+  if (r >= a.R) return;
+  const float gv = rbf(out[i * kMaxRows + r]), uv = rbf(out[(i + 8u) * kMaxRows + r]);
+  const float act = rbf(gv / (1.0f + expf(-gv)));
+  a.out[static_cast<unsigned long long>(r) * I + f0 + i] = f2bf(act * uv);
+}
+
+GPUOS_OPERATOR(llama_swiglu, LlamaSwigluArgs, llama_swiglu_tile)
