@@ -197,18 +197,18 @@ int run(int argc, char** argv) {
     if (!only_load) {
       // 1. save -> first task on the new code, through the tool's operator directory.
       {
-        tools::OpsDir ops(rt, (root / "ops").string());
+        gpuos::OpsDir ops(rt, (root / "ops").string(), tools::kOpsDirDebounceMs);
         int slot = 0;
         // One save: ms from the rename to the checked result of a task on the new code.
         auto save_and_serve = [&](unsigned v) {
-          const std::uint64_t reloads = ops.reloads();
-          const unsigned failures = ops.failures();
+          const std::uint64_t reloads = ops.stats().loads;
+          const std::uint64_t failures = ops.stats().failures;
           const std::int64_t t0 = now_ns();
           save(file, tag_source("tag", v));
-          if (!common::wait_until([&] { return ops.reloads() != reloads || ops.failures() != failures; },
+          if (!common::wait_until([&] { return ops.stats().loads != reloads || ops.stats().failures != failures; },
                                   common::Deadline::after(std::chrono::seconds(30)), common::kCompletionBackoff))
             throw std::runtime_error("the operator directory did not load a saved file within 30 s");
-          if (ops.failures() != failures) throw std::runtime_error("a saved operator file did not load");
+          if (ops.stats().failures != failures) throw std::runtime_error("a saved operator file did not load");
           const Ticket t = rt.submit(Task::make(rt.op_id("tag"), 1, TagArgs{probe.as<float>(slot), 0}));
           rt.wait(t);
           float got = 0;

@@ -2,6 +2,8 @@
 // exception into a gpuos_status and a per-thread message (gpuos_last_error).
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -11,12 +13,28 @@
 #include "host/device.hpp"
 #include "host/graph.hpp"
 #include "host/graphs.hpp"
+#include "host/ops_dir.hpp"
 #include "host/runtime.hpp"
 #include "host/submitter.hpp"
 
+struct gpuos_ops_dir {
+  gpuos::detail::OpsDir dir;
+};
+
 struct gpuos_runtime {
   gpuos::detail::Runtime impl;
+  // Declared after impl: destroyed first, so no watcher loads into a runtime being torn down.
+  std::mutex dirs_mu;
+  std::vector<std::unique_ptr<gpuos_ops_dir>> dirs;
   explicit gpuos_runtime(const gpuos_options& o) : impl(o) {}
+  /// Stops every operator directory's watcher (outside dirs_mu: a stopping watcher may be loading).
+  void close_dirs() {
+    std::vector<std::unique_ptr<gpuos_ops_dir>> d;
+    {
+      std::lock_guard<std::mutex> lock(dirs_mu);
+      d.swap(dirs);
+    }
+  }
 };
 
 struct gpuos_lane {
@@ -157,7 +175,10 @@ gpuos_status gpuos_destroy(gpuos_runtime* rt) {
 
 gpuos_status gpuos_shutdown(gpuos_runtime* rt) {
   GPUOS_REQUIRE(rt, "rt is NULL");
-  return run([&] { rt->impl.close(); });
+  return run([&] {
+    rt->close_dirs();
+    rt->impl.close();
+  });
 }
 
 gpuos_status gpuos_submit(gpuos_runtime* rt, const gpuos_task* task, uint64_t* ticket) {
@@ -336,6 +357,46 @@ gpuos_status gpuos_load_operator_source(gpuos_runtime* rt, const char* source_na
 gpuos_status gpuos_remove_operator_source(gpuos_runtime* rt, const char* source_name, gpuos_generation* out) {
   GPUOS_REQUIRE(rt && source_name, "rt or source_name is NULL");
   return store(out, [&] { return rt->impl.remove_operator_source(source_name); });
+}
+
+gpuos_status gpuos_ops_dir_open(gpuos_runtime* rt, const char* dir, uint32_t debounce_ms,
+                                gpuos_ops_dir_callback callback, void* user, gpuos_ops_dir** out) {
+  GPUOS_REQUIRE(rt && dir && out, "rt, dir or out is NULL");
+  return store(out, [&] {
+    auto d = std::unique_ptr<gpuos_ops_dir>(new gpuos_ops_dir{{rt->impl, dir, debounce_ms, callback, user}});
+    gpuos_ops_dir* h = d.get();
+    std::lock_guard<std::mutex> lock(rt->dirs_mu);
+    rt->dirs.push_back(std::move(d));
+    return h;
+  });
+}
+
+namespace {
+/// The registered directory `d` of `rt`, or nullptr (closed, or not this runtime's).
+std::vector<std::unique_ptr<gpuos_ops_dir>>::iterator find_dir(gpuos_runtime* rt, gpuos_ops_dir* d) {
+  return std::find_if(rt->dirs.begin(), rt->dirs.end(), [&](const auto& p) { return p.get() == d; });
+}
+}  // namespace
+
+gpuos_status gpuos_ops_dir_get_stats(gpuos_runtime* rt, gpuos_ops_dir* d, gpuos_ops_dir_stats* out) {
+  GPUOS_REQUIRE(rt && d && out, "rt, d or out is NULL");
+  std::lock_guard<std::mutex> lock(rt->dirs_mu);
+  GPUOS_REQUIRE(find_dir(rt, d) != rt->dirs.end(), "not an open operator directory of this runtime");
+  *out = d->dir.stats();
+  return GPUOS_OK;
+}
+
+gpuos_status gpuos_ops_dir_close(gpuos_runtime* rt, gpuos_ops_dir* d) {
+  GPUOS_REQUIRE(rt && d, "rt or d is NULL");
+  std::unique_ptr<gpuos_ops_dir> owned;
+  {
+    std::lock_guard<std::mutex> lock(rt->dirs_mu);
+    auto it = find_dir(rt, d);
+    GPUOS_REQUIRE(it != rt->dirs.end(), "not an open operator directory of this runtime");
+    owned = std::move(*it);
+    rt->dirs.erase(it);
+  }
+  return GPUOS_OK;  // `owned` stops its watcher here
 }
 
 gpuos_status gpuos_op_id(gpuos_runtime* rt, const char* name, uint32_t* id) {

@@ -2,7 +2,8 @@
 # Sets up, builds and runs every test suite. The CPU suite always runs; the GPU suites run when a CUDA
 # device is usable (`gpuos info` exits 0). When the probe finds no device or driver (exit 3) they are
 # skipped and this says so plainly; any other failure of the probe fails the run.
-# The Python package is built and installed with pip into build/python-venv and its pytest suite runs.
+# The Python package is built and installed with pip into build/python-venv and its pytest suites run
+# (python/tests, and examples/llama/tests for the Llama example).
 # GPUOS_REQUIRE_GPU=1 (for machines that have a GPU): GPU suites that did not run fail the run.
 # The summary (scripts/summarize_tests.py) counts every suite and ends with the verdict.
 # Exit status: 0 when every suite that ran passed (and, under GPUOS_REQUIRE_GPU=1, the GPU suites ran);
@@ -51,9 +52,9 @@ py_status=0
 rm -f "$logs/pytest.xml"
 say "building and installing the Python package (pip install .) into $venv"
 if python3 -m venv --clear "$venv" >"$logs/python-install.log" 2>&1 &&
-  "$venv/bin/python" -m pip install --disable-pip-version-check . pytest prometheus_client >>"$logs/python-install.log" 2>&1; then
+  "$venv/bin/python" -m pip install --disable-pip-version-check . pytest prometheus_client numpy >>"$logs/python-install.log" 2>&1; then
   # From python/tests, so that `import gpuos` is the installed package, not the source folder.
-  (cd python/tests && "../../$venv/bin/python" -m pytest -q -rs --junitxml="../../$logs/pytest.xml" .)
+  (cd python/tests && "../../$venv/bin/python" -m pytest -q -rs --junitxml="../../$logs/pytest.xml" . ../../examples/llama/tests)
   py_status=$?
 else
   py_status=1

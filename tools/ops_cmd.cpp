@@ -120,11 +120,6 @@ int cmd_ops(std::span<char*> args) {
 
 // ---- operator directory ------------------------------------------------------------------------------
 
-struct OpsDir::WatcherBox {
-  WatcherBox(const std::string& dir, detail::WatchOptions o) : w(dir, o) {}
-  detail::Watcher w;
-};
-
 namespace {
 std::string one_line(std::string s) {
   std::replace(s.begin(), s.end(), '\n', ' ');
@@ -132,69 +127,39 @@ std::string one_line(std::string s) {
 }
 }  // namespace
 
-OpsDir::OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms) : rt_(rt), dir_(std::move(dir)), debounce_ms_(debounce_ms) {
-  if (!fs::is_directory(dir_)) throw std::invalid_argument("--ops-dir: '" + dir_ + "' is not a directory");
-  detail::WatchOptions wo;
-  wo.debounce = std::chrono::milliseconds(debounce_ms_);
-  wo.report_existing = false;  // loaded below, all in one generation
-  watcher_ = std::make_unique<WatcherBox>(dir_, wo);
-  std::vector<std::string> paths;
-  for (const auto& e : fs::directory_iterator(dir_))
-    if (e.is_regular_file() && detail::is_watched_name(e.path().filename().string())) paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
+OpsDir::OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms) : rt_(rt), path_(std::move(dir)) {
+  if (!fs::is_directory(path_)) throw std::invalid_argument("--ops-dir: '" + path_ + "' is not a directory");
   const auto t0 = std::chrono::steady_clock::now();
-  std::size_t failed = 0;
-  const gpuos_generation g = rt_.load_operator_files(paths, &failed);  // compiled concurrently, one generation
-  for (const Runtime::OpInfo& o : rt_.list_ops())
-    if (o.kind == GPUOS_OP_KIND_FAILED) std::fprintf(stderr, "gpuos: operator %s did not load: %s\n", o.source, o.error);
-  failures_ = static_cast<unsigned>(failed);
+  dir_ = std::make_unique<gpuos::OpsDir>(rt_, path_, debounce_ms, &OpsDir::on_event, this);
+  const gpuos_ops_dir_stats st = dir_->stats();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("ops-dir %s: %zu sources, %u failed, generation %llu (%.0f ms)\n", dir_.c_str(), paths.size(),
-              failures_.load(), static_cast<unsigned long long>(g.number), ms);
+  std::printf("ops-dir %s: %llu sources, %llu failed, generation %llu (%.0f ms)\n", path_.c_str(),
+              static_cast<unsigned long long>(st.loads + st.failures), static_cast<unsigned long long>(st.failures),
+              static_cast<unsigned long long>(st.generation), ms);
+  booted_ = true;
   write_status();
-  thread_ = std::thread([this] { loop(); });
 }
 
-OpsDir::~OpsDir() {
-  stop_.store(true);
-  if (thread_.joinable()) thread_.join();
-}
+OpsDir::~OpsDir() { dir_.reset(); }
 
-void OpsDir::loop() {
-  while (!stop_.load()) {
-    std::vector<detail::WatchEvent> events;
-    try {
-      events = watcher_->w.poll(std::chrono::milliseconds(100));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "gpuos: watching %s failed: %s\n", dir_.c_str(), e.what());
-      return;
-    }
-    for (const detail::WatchEvent& ev : events) {
-      const std::string p = ev.path.string();
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        gpuos_generation g;
-        if (ev.kind == detail::WatchEventKind::removed) {
-          g = rt_.remove_operator_source(p);
-          std::printf("ops-dir: %s removed: its operators retired, generation %llu\n", p.c_str(),
-                      static_cast<unsigned long long>(g.number));
-        } else {
-          g = rt_.load_operator_file(p);
-          const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          if (g.changed)
-            std::printf("ops-dir: %s %s: generation %llu from ticket %llu (%.1f ms, pause %.0f us)\n", p.c_str(),
-                        detail::to_string(ev.kind), static_cast<unsigned long long>(g.number),
-                        static_cast<unsigned long long>(g.first_ticket), ms, g.pause_ns * 1e-3);
-        }
-        ++reloads_;
-      } catch (const Error& e) {
-        ++failures_;
-        std::fprintf(stderr, "gpuos: %s: %s\n", p.c_str(), one_line(e.what()).c_str());
-      }
-      std::fflush(stdout);
-      write_status();
-    }
+void OpsDir::on_event(void* self_v, const gpuos_ops_dir_event* ev) {
+  auto* self = static_cast<OpsDir*>(self_v);
+  const gpuos_generation& g = ev->generation;
+  if (ev->kind == GPUOS_OPS_DIR_FAILED) {
+    std::fprintf(stderr, self->booted_ ? "gpuos: %s: %s\n" : "gpuos: operator %s did not load: %s\n", ev->path,
+                 one_line(ev->message).c_str());
+  } else if (!self->booted_) {
+    return;  // the boot's loads: summarized by the constructor
+  } else if (ev->kind == GPUOS_OPS_DIR_REMOVED) {
+    std::printf("ops-dir: %s removed: its operators retired, generation %llu\n", ev->path,
+                static_cast<unsigned long long>(g.number));
+  } else if (g.changed) {
+    std::printf("ops-dir: %s loaded: generation %llu from ticket %llu (%.1f ms, pause %.0f us)\n", ev->path,
+                static_cast<unsigned long long>(g.number), static_cast<unsigned long long>(g.first_ticket), ev->ms,
+                g.pause_ns * 1e-3);
   }
+  std::fflush(stdout);
+  if (self->booted_) self->write_status();
 }
 
 void OpsDir::write_status() {
@@ -212,7 +177,7 @@ void OpsDir::write_status() {
     s += "\n";
     if (r.error[0]) s += "error " + std::string(r.source) + " (the loaded version keeps serving): " + one_line(r.error) + "\n";
   }
-  const std::string path = status_file_of(dir_);
+  const std::string path = status_file_of(path_);
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);

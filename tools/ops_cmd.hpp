@@ -35,11 +35,9 @@ std::string status_file_of(const std::string& dir);
 /// includes it.
 inline constexpr unsigned kOpsDirDebounceMs = 20;
 
-/// An operator directory served by a runtime: every *.cu file in it is loaded at construction (compiled
-/// concurrently, one generation for all that compile), then a thread watches the directory
-/// (host/watcher.hpp: close-after-write and rename-into, editor temporaries ignored, debounce, content
-/// dedupe): a new or changed file loads as a new generation, a removed one retires its operators. Broken
-/// files are logged with file:line and kept in the status until fixed; the working version keeps serving.
+/// `gpuos run --ops-dir DIR`: the runtime's operator directory (gpuos::OpsDir: loaded at construction,
+/// then watched), its events logged (broken files with file:line: the working version keeps serving) and
+/// its status kept in DIR/.gpuos-status for `gpuos ops`.
 class OpsDir {
  public:
   OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms = kOpsDirDebounceMs);
@@ -58,23 +56,17 @@ class OpsDir {
   /// rmsnorm_row) on generated data and compares with a CPU reference. Returns one line per problem;
   /// prints one line per operator.
   std::vector<std::string> run_examples(const Stream& copier, const ExampleBuffers& buf);
-  /// Files that failed to load at boot or since (their latest version).
-  unsigned failures() const { return failures_.load(); }
-  uint64_t reloads() const { return reloads_.load(); }
+  /// Loads refused, at boot and since.
+  unsigned failures() const { return static_cast<unsigned>(dir_ ? dir_->stats().failures : 0); }
 
  private:
-  void loop();
+  static void on_event(void* self, const gpuos_ops_dir_event* ev);
   void write_status();
 
   Runtime& rt_;
-  std::string dir_;
-  unsigned debounce_ms_;
-  std::atomic<bool> stop_{false};
-  std::atomic<unsigned> failures_{0};
-  std::atomic<uint64_t> reloads_{0};
-  struct WatcherBox;
-  std::unique_ptr<WatcherBox> watcher_;
-  std::thread thread_;
+  std::string path_;
+  bool booted_ = false;  // the loads at open are summarized once, not logged one by one
+  std::unique_ptr<gpuos::OpsDir> dir_;
 };
 
 }  // namespace gpuos::tools

@@ -125,6 +125,7 @@ def gpuos_decode(model_dir: str, batches: list[int], prompt_len: int, new: int, 
                 nxt = eng.step([(nxt[b], prompt_len + s, b, 0.0, 0) for b in range(B)])
             dt = (time.perf_counter() - t) / new
             res[B] = {"ms_per_step": dt * 1e3, "tokens_per_s": B / dt}
+            print(f"gpuos batch {B}:", res[B], flush=True)
         res["stats"] = rt.stats()
         res["device"] = rt.device_info()
         eng.close()
@@ -150,6 +151,7 @@ def main() -> None:
     r["copy_bandwidth_GBps"] = bw / 1e9
     bound_ms = cfg.weight_bytes_per_step() / bw * 1e3
     r["bandwidth_bound_ms_per_token"] = bound_ms
+    print("copy bandwidth", r["copy_bandwidth_GBps"], "GB/s; bound", bound_ms, "ms/token", flush=True)
     if not a.skip_torch:
         from transformers import LlamaForCausalLM
 
@@ -158,9 +160,11 @@ def main() -> None:
         with torch.no_grad():
             e = eager_static(model, prompt, a.new)
         r["transformers_eager_static_ms"] = e * 1e3
+        print("eager static cache:", r["transformers_eager_static_ms"], "ms/token", flush=True)
         cg, how = cuda_graph(model, prompt, a.new)
         r["cuda_graph_ms"] = cg * 1e3
         r["cuda_graph_how"] = how
+        print("cuda graph:", r["cuda_graph_ms"], "ms/token via", how, flush=True)
         del model
         torch.cuda.empty_cache()
     g = gpuos_decode(a.model_dir, batches, a.prompt_len, a.new, cfg.vocab)

@@ -5,12 +5,18 @@
 Both decode greedily from the same random prompt: transformers in bfloat16 (the reference), gpuos with
 examples/llama/ops. Reported:
 - `same_tokens`: how many generated tokens agree before the first difference (target: >= 32);
+- `forced_same_tokens`: with gpuos fed the reference's tokens (teacher forcing), at how many of the steps
+  it chooses the reference's token; each difference with the reference's own top-2 margin there;
 - per step, while the contexts are the same, the largest difference between gpuos's and the
   reference's logits, and the distance of each from the same model in float32 on the same tokens
   (`err_gpuos`, `err_ref`: max over the vocabulary of |logit - logit_fp32|).
 The bound: gpuos's logits are as close to float32 as the bf16 reference's are, within a factor of 1.5
 (mean over steps of err_gpuos <= 1.5 x mean of err_ref), and no step's difference from the reference
-exceeds 4 x the reference's own error at that step. Exit status 0 when both hold, 1 otherwise.
+exceeds 4 x the reference's own error at that step. Tokens: the first 32 agree, or every step where
+gpuos, fed the reference's tokens, chooses differently is a tie in the reference: its top-2 margin there
+is at most twice the reference's own error from float32 at that step (the reference cannot order those
+two tokens). Random weights make near-ties common among 128k logits, and a tie broken the other way
+sends free-running decoding down another path. Exit status 0 when all hold.
 """
 
 from __future__ import annotations
@@ -54,8 +60,10 @@ def forced_fp32(model_dir: str, seq: list[int], first: int) -> torch.Tensor:
     return out
 
 
-def run_gpuos(model_dir: str, prompt: list[int], steps: int, **runtime) -> tuple[list[int], torch.Tensor, dict]:
-    """Greedy decoding by the gpuos engine: tokens, each step's logits, timings."""
+def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int] | None = None,
+              **runtime) -> tuple[list[int], torch.Tensor, dict]:
+    """Greedy decoding by the gpuos engine: tokens, each step's logits, timings. With `forced`, step s
+    feeds forced[s - 1] instead of its own last token (teacher forcing)."""
     import gpuos
     from llama_engine import MAX_ROWS, Engine
 
@@ -68,7 +76,8 @@ def run_gpuos(model_dir: str, prompt: list[int], steps: int, **runtime) -> tuple
         logits.append(eng.logits[(len(prompt) - 1) % MAX_ROWS].cpu())
         toks.append(nxt)
         for s in range(1, steps):
-            nxt = eng.step([(nxt, len(prompt) + s - 1, 0, 0.0, 0)])[0]
+            feed = forced[s - 1] if forced is not None else nxt
+            nxt = eng.step([(feed, len(prompt) + s - 1, 0, 0.0, 0)])[0]
             logits.append(eng.logits[0].cpu())
             toks.append(nxt)
         t2 = time.perf_counter()
@@ -88,7 +97,9 @@ def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1
     same = next((i for i, (a, b) in enumerate(zip(ref_toks, gp_toks)) if a != b), steps)
     # Contexts agree for the steps up to and including the first differing token.
     n = min(steps, same + 1)
-    f32 = forced_fp32(model_dir, prompt + ref_toks[: n - 1], prompt_len)[:n]
+    f32_all = forced_fp32(model_dir, prompt + ref_toks[: steps - 1], prompt_len)[:steps]
+    err_r_all = (ref_logits - f32_all).abs().amax(dim=1)
+    f32 = f32_all[:n]
     diff = (gp_logits[:n] - ref_logits[:n]).abs().amax(dim=1)
     err_g = (gp_logits[:n] - f32).abs().amax(dim=1)
     err_r = (ref_logits[:n] - f32).abs().amax(dim=1)
@@ -97,6 +108,14 @@ def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1
     margin_at_split = float(top2[same, 0] - top2[same, 1]) if same < steps else None
     ok_err = float(err_g.mean()) <= 1.5 * float(err_r.mean())
     ok_step = bool((diff <= 4 * err_r).all())
+    # Teacher forcing: gpuos fed the reference's tokens, its choice compared at every step. A different
+    # choice is excused only where the reference's own top two are closer than its error from float32
+    # at that step could separate (a tie within the bf16 computation: either token is the greedy one).
+    forced_toks, _, _ = run_gpuos(model_dir, prompt, steps, forced=ref_toks, **runtime)
+    rtop2 = ref_logits.topk(2, dim=1).values
+    margins = (rtop2[:, 0] - rtop2[:, 1]).tolist()
+    forced_diff = [{"step": i, "reference_margin": margins[i], "tie_below": 2 * float(err_r_all[i])}
+                   for i in range(steps) if forced_toks[i] != ref_toks[i]]
     return {
         "prompt_len": prompt_len,
         "steps": steps,
@@ -108,9 +127,12 @@ def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1
         "mean_err_ref_vs_fp32": float(err_r.mean()),
         "per_step": [{"diff": float(d), "err_gpuos": float(a), "err_ref": float(b)}
                      for d, a, b in zip(diff, err_g, err_r)],
+        "forced_same_tokens": steps - len(forced_diff),
+        "forced_differences": forced_diff,
         "ok_err": ok_err,
         "ok_step": ok_step,
-        "ok_tokens": same >= min(32, steps),
+        "ok_tokens_free": same >= min(32, steps),
+        "ok_tokens": same >= min(32, steps) or all(d["reference_margin"] <= d["tie_below"] for d in forced_diff),
         "timing": timing,
     }
 

@@ -6,8 +6,8 @@ resident kernel's grid:
 
     embed -> [qkv -> attn -> o_proj -> swiglu -> down] x layers -> logits
 
-RMSNorms are folded into the projections that read them (llama_resid accumulates the sums of squares of
-the rows it writes), rotary embeddings and the KV-cache writes into llama_qkv, and the token choice into
+RMSNorms are folded into the projections that read them (llama_resid writes partial sums of squares of
+the rows it writes, the next projection adds them up), rotary embeddings and the KV-cache writes into llama_qkv, and the token choice into
 llama_logits. The host writes the rows into mapped memory, launches the graph of that row count, waits
 and reads the chosen tokens from mapped memory: one submission and one wait per step. Decode rows of
 several requests, and prompt tokens (prefill, up to 8 consecutive positions per step), mix freely in a
@@ -27,7 +27,6 @@ import threading
 from pathlib import Path
 
 import numpy as np
-import torch
 
 import gpuos
 
@@ -57,6 +56,8 @@ class Config:
     @staticmethod
     def from_json(path: str | os.PathLike) -> "Config":
         c = json.loads(Path(path).read_text())
+        # Older configs: rope_theta and rope_scaling; newer: one rope_parameters dict holding both.
+        rope = c.get("rope_parameters") or c.get("rope_scaling") or {}
         cfg = Config(
             hidden=c["hidden_size"],
             heads=c["num_attention_heads"],
@@ -65,8 +66,9 @@ class Config:
             vocab=c["vocab_size"],
             layers=c["num_hidden_layers"],
             eps=c["rms_norm_eps"],
-            rope_theta=c.get("rope_theta", 10000.0),
-            rope_scaling=c.get("rope_scaling"),
+            rope_theta=c.get("rope_theta", rope.get("rope_theta", 10000.0)),
+            rope_scaling={k: v for k, v in rope.items() if k != "rope_theta"}
+            if rope.get("rope_type", rope.get("type", "default")) != "default" else None,
             tied=c.get("tie_word_embeddings", False),
         )
         cfg.check(c.get("head_dim", cfg.hidden // cfg.heads))
@@ -90,19 +92,20 @@ class Config:
 
     def inv_freq(self) -> list[float]:
         """Rotary frequencies in float32, as the reference computes them (llama3 scaling included)."""
-        inv = 1.0 / (self.rope_theta ** (torch.arange(0, HEAD_DIM, 2, dtype=torch.int64).float() / HEAD_DIM))
+        f32 = np.float32
+        inv = f32(1.0) / (f32(self.rope_theta) ** (np.arange(0, HEAD_DIM, 2, dtype=np.int64).astype(f32) / f32(HEAD_DIM)))
         s = self.rope_scaling
         if s and s.get("rope_type", s.get("type")) == "llama3":
-            factor, lo, hi = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
-            old = s["original_max_position_embeddings"]
+            factor, lo, hi = f32(s["factor"]), f32(s["low_freq_factor"]), f32(s["high_freq_factor"])
+            old = f32(s["original_max_position_embeddings"])
             lo_wave, hi_wave = old / lo, old / hi
-            wave = 2 * math.pi / inv
-            scaled = torch.where(wave > lo_wave, inv / factor, inv)
-            smooth = (old / wave - lo) / (hi - lo)
-            smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-            medium = ~(wave < hi_wave) * ~(wave > lo_wave)
-            inv = torch.where(medium, smoothed, scaled)
-        return inv.tolist()
+            wave = f32(2 * math.pi) / inv
+            scaled = np.where(wave > lo_wave, inv / factor, inv).astype(f32)
+            smooth = ((old / wave - lo) / (hi - lo)).astype(f32)
+            smoothed = ((f32(1) - smooth) * scaled / factor + smooth * scaled).astype(f32)
+            medium = ~(wave < hi_wave) & ~(wave > lo_wave)
+            inv = np.where(medium, smoothed, scaled).astype(f32)
+        return [float(v) for v in inv]
 
     def weight_bytes_per_step(self) -> int:
         """Bytes of weights a step reads: every projection once, the LM head once."""
@@ -111,7 +114,7 @@ class Config:
         return 2 * (self.layers * per_layer + self.vocab * self.hidden)
 
 
-def _ptr(t: torch.Tensor) -> int:
+def _ptr(t) -> int:
     return t.data_ptr()
 
 
@@ -125,6 +128,7 @@ class Engine:
 
     def __init__(self, rt: gpuos.Runtime, model_dir: str | os.PathLike, *, slots: int = 8, max_pos: int = 1024,
                  chunk: int = 64, keep_logits: bool = False, load_ops: bool = True):
+        import torch
         from safetensors.torch import load_file
 
         self.rt = rt
@@ -171,7 +175,9 @@ class Engine:
         self.q = torch.zeros(R, NH * HEAD_DIM, dtype=bf, **z)
         self.attn = torch.zeros(R, NH * HEAD_DIM, dtype=bf, **z)
         self.mlp = torch.zeros(R, cfg.inter, dtype=bf, **z)
-        self.ss = torch.zeros(2 * cfg.layers + 1, R, dtype=torch.float32, **z)
+        # Per RMSNorm (2 a layer and the final one): the rows' sums of squares in partial sums, one per tile of
+        # the projection that wrote them (llama.cuh, Input).
+        self.ss = torch.zeros(2 * cfg.layers + 1, H // 16, R, dtype=torch.float32, **z)
         self.kv = torch.zeros(cfg.layers, 2, slots, KVH, max_pos, HEAD_DIM, dtype=bf, **z)
         self.part = torch.zeros(R * NH * self.splits * (2 + HEAD_DIM), dtype=torch.float32, **z)
         self.count = torch.zeros(R * KVH, dtype=torch.int32, **z)
@@ -191,7 +197,7 @@ class Engine:
             for name in OP_NAMES:
                 rt.load_operator_file(str(OPS_DIR / f"{name}.cu"))
         self.op = {name: rt.op_id(name) for name in OP_NAMES}
-        self._graphs: dict[int, gpuos.GraphExec] = {}
+        self._graphs: dict[tuple, gpuos.GraphExec] = {}
         self._lock = threading.Lock()
 
     # ---- graphs --------------------------------------------------------------------------------------
@@ -224,16 +230,18 @@ class Engine:
             R)))
         return T
 
-    def graph(self, R: int) -> gpuos.GraphExec:
-        """The step graph of R rows (built and instantiated on first use)."""
+    def graph(self, R: int, nodes: int | None = None) -> gpuos.GraphExec:
+        """The step graph of R rows (built and instantiated on first use). `nodes`: only the step's first
+        nodes (embed, then 5 per layer), to check intermediate results."""
         if not 1 <= R <= MAX_ROWS:
             raise ValueError(f"a step has 1..{MAX_ROWS} rows, not {R}")
-        g = self._graphs.get(R)
+        key = (R, nodes)
+        g = self._graphs.get(key)
         if g is None:
             graph, prev = gpuos.Graph(), None
-            for t in self._tasks(R):
+            for t in self._tasks(R)[:nodes]:
                 prev = graph.add(t, [] if prev is None else [prev])
-            g = self._graphs[R] = gpuos.GraphExec(self.rt, graph)
+            g = self._graphs[key] = gpuos.GraphExec(self.rt, graph)
         return g
 
     @property
@@ -241,12 +249,13 @@ class Engine:
         return 2 + 5 * self.cfg.layers
 
     # ---- steps ---------------------------------------------------------------------------------------
-    def step(self, rows: list[tuple[int, int, int, float, int]], timeout: float | None = 30.0) -> list[int]:
+    def step(self, rows: list[tuple[int, int, int, float, int]], timeout: float | None = 30.0,
+             nodes: int | None = None) -> list[int]:
         """Runs one step over `rows` = [(token, position, slot, temperature, seed)]; returns each row's
         next token (-1 for a row with slot < 0). Raises gpuos.Error if the launch failed, TimeoutError if
         it did not finish within `timeout` seconds."""
         R = len(rows)
-        g = self.graph(R)
+        g = self.graph(R, nodes)
         with self._lock:
             buf = bytearray(R * ROW.size)
             for i, (tok, pos, slot, temp, seed) in enumerate(rows):

@@ -360,6 +360,44 @@ typedef struct gpuos_op_info {
  * number of rows there are to *count (call with capacity 0 to size). */
 GPUOS_API gpuos_status gpuos_list_ops(gpuos_runtime* rt, gpuos_op_info* out, size_t capacity, size_t* count);
 
+/* ---- operator directories ------------------------------------------------------------------------
+ * gpuos_ops_dir_open loads every *.cu file of `dir` (compiled concurrently, one generation for all that
+ * compile), then a thread of the runtime watches the directory: a file saved there (closed after
+ * writing, or renamed into it) loads as a new generation once it has been quiet for `debounce_ms`; a
+ * removed one retires its operators. Editor temporaries are ignored, and a save that changes nothing
+ * loads nothing. A file that does not compile is refused: the version before keeps serving, and
+ * gpuos_list_ops shows the error. `callback` (may be NULL) hears every load, refusal and removal, on the
+ * watching thread; it must not call gpuos_ops_dir_close. The directory is the runtime's: gpuos_shutdown
+ * and gpuos_destroy stop watching it; close it earlier with gpuos_ops_dir_close. */
+typedef struct gpuos_ops_dir gpuos_ops_dir;
+typedef enum gpuos_ops_dir_event_kind {
+  GPUOS_OPS_DIR_LOADED = 0,  /* `path` serves (generation: the switch that made it live) */
+  GPUOS_OPS_DIR_FAILED = 1,  /* `path` was refused (message: why, file:line); its last version serves */
+  GPUOS_OPS_DIR_REMOVED = 2  /* `path` left the directory: its operators are retired */
+} gpuos_ops_dir_event_kind;
+typedef struct gpuos_ops_dir_event {
+  uint32_t kind;               /* gpuos_ops_dir_event_kind */
+  const char* path;            /* the source file */
+  gpuos_generation generation; /* LOADED, REMOVED */
+  const char* message;         /* FAILED: the compiler's or loader's diagnostics */
+  double ms;                   /* the load or removal, from the event to the switch */
+} gpuos_ops_dir_event;
+typedef void (*gpuos_ops_dir_callback)(void* user, const gpuos_ops_dir_event* ev);
+typedef struct gpuos_ops_dir_stats {
+  uint64_t loads;      /* files loaded, at open and since */
+  uint64_t failures;   /* loads refused */
+  uint64_t removals;   /* files removed */
+  uint64_t generation; /* the generation of the last load or removal */
+  uint32_t failing;    /* sources whose latest version does not serve now */
+  uint32_t watching;   /* 1 while the directory is watched */
+} gpuos_ops_dir_stats;
+
+GPUOS_API gpuos_status gpuos_ops_dir_open(gpuos_runtime* rt, const char* dir, uint32_t debounce_ms,
+                                          gpuos_ops_dir_callback callback, void* user, gpuos_ops_dir** out);
+GPUOS_API gpuos_status gpuos_ops_dir_get_stats(gpuos_runtime* rt, gpuos_ops_dir* d, gpuos_ops_dir_stats* out);
+/* Stops watching (a load in progress finishes first); the operators stay loaded. */
+GPUOS_API gpuos_status gpuos_ops_dir_close(gpuos_runtime* rt, gpuos_ops_dir* d);
+
 /* ---- task graphs ---------------------------------------------------------------------------------
  * Build a graph once (nodes: tasks; edges: "to runs after from"), instantiate it on a runtime, launch the
  * instance many times. A launch is one ticket: the resident kernel runs the nodes as their predecessors

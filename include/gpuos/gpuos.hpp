@@ -413,6 +413,34 @@ class GraphExec {
   gpuos_graph_exec* e_ = nullptr;
 };
 
+/// An operator directory the runtime loads and watches (gpuos_ops_dir_open). It must not outlive its
+/// runtime; destroying it stops the watching (the operators stay loaded).
+class OpsDir {
+ public:
+  OpsDir(Runtime& rt, const std::string& dir, unsigned debounce_ms = 20, gpuos_ops_dir_callback callback = nullptr,
+         void* user = nullptr)
+      : rt_(rt.handle()) {
+    detail::check(gpuos_ops_dir_open(rt_, dir.c_str(), debounce_ms, callback, user, &d_));
+  }
+  ~OpsDir() { close(); }
+  OpsDir(const OpsDir&) = delete;
+  OpsDir& operator=(const OpsDir&) = delete;
+
+  gpuos_ops_dir_stats stats() const {
+    gpuos_ops_dir_stats s{};
+    detail::check(gpuos_ops_dir_get_stats(rt_, d_, &s));
+    return s;
+  }
+  void close() noexcept {
+    if (d_) gpuos_ops_dir_close(rt_, d_);
+    d_ = nullptr;
+  }
+
+ private:
+  gpuos_runtime* rt_;
+  gpuos_ops_dir* d_ = nullptr;
+};
+
 /// Device and grid gpuos would use, without booting.
 inline DeviceInfo query_device(const Options& o = Options()) {
   DeviceInfo d{};

@@ -314,6 +314,21 @@ struct PyGraphExec {
   std::unique_ptr<gpuos::GraphExec> exec;  // destroyed before rt
 };
 
+/// An operator directory (gpuos::OpsDir) the runtime loads and watches, holding the runtime.
+struct PyOpsDir {
+  PyOpsDir(PyRuntime& r, const std::string& dir, unsigned debounce_ms) : rt(r.shared()) {
+    nb::gil_scoped_release unlocked;
+    ops = std::make_unique<gpuos::OpsDir>(*rt, dir, debounce_ms);
+  }
+  void close() {
+    std::unique_ptr<gpuos::OpsDir> o = std::move(ops);
+    nb::gil_scoped_release unlocked;
+    o.reset();
+  }
+  std::shared_ptr<gpuos::Runtime> rt;
+  std::unique_ptr<gpuos::OpsDir> ops;  // destroyed before rt
+};
+
 gpuos::Lane* lane_of(const std::optional<PyLane*>& l) { return l && *l ? (*l)->lane.get() : nullptr; }
 
 template <class F>
@@ -578,6 +593,13 @@ NB_MODULE(_gpuos, m) {
             unlocked([&] { r.rt().free(q); });
           },
           "ptr"_a)
+      .def(
+          "watch_operator_dir",
+          [](PyRuntime& r, const std::string& dir, unsigned debounce_ms) { return new PyOpsDir(r, dir, debounce_ms); },
+          "dir"_a, "debounce_ms"_a = 20u,
+          "Loads every *.cu file of `dir` (one generation), then watches it: a file saved there loads as a new "
+          "generation, one that does not compile is refused (the version before keeps serving; list_ops() shows "
+          "why), a removed one retires its operators. Returns an OpsDir; close() it to stop watching.")
       .def("heap_stats", [](PyRuntime& r) { return heap_dict(unlocked([&] { return r.rt().heap_stats(); })); })
       .def(
           "heap_check",
@@ -587,6 +609,27 @@ NB_MODULE(_gpuos, m) {
             if (!ok) raise_status(GPUOS_ERR_INTERNAL, "heap check failed: " + why);
           },
           "Runs the heap's invariant checker on the device; raises gpuos.Error on a violation.");
+
+  nb::class_<PyOpsDir>(m, "OpsDir", "An operator directory a runtime watches (Runtime.watch_operator_dir).")
+      .def(
+          "stats",
+          [](PyOpsDir& d) {
+            if (!d.ops) raise_status(GPUOS_ERR_INVALID_ARG, "the operator directory is closed");
+            const gpuos_ops_dir_stats st = d.ops->stats();
+            nb::dict o;
+            o["loads"] = st.loads;
+            o["failures"] = st.failures;
+            o["removals"] = st.removals;
+            o["generation"] = st.generation;
+            o["failing"] = st.failing;
+            o["watching"] = st.watching != 0;
+            return o;
+          },
+          "Loads, refusals and removals so far, the last generation, the sources whose latest version does not "
+          "serve now, and whether it is still watching.")
+      .def("close", &PyOpsDir::close, "Stops watching; the operators stay loaded.")
+      .def("__enter__", [](nb::handle self) { return self; })
+      .def("__exit__", [](PyOpsDir& d, nb::args) { d.close(); });
 
   nb::class_<PyLane>(m, "Lane",
                      "A lane of a runtime: the tasks submitted to it (submit_after(..., lane=), GraphExec.launch(lane=)) "

@@ -59,10 +59,11 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
   return r;
 }
 
-/// Weights stream through once per step: keep them out of L1, which holds the activations.
+/// Weights stream through once per step: keep them out of L1, which holds the activations. Not volatile:
+/// the weights do not change while a step runs, so the compiler may issue these loads early.
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
   uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
@@ -79,9 +80,11 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/// The input of a projection: rows of activations, optionally RMS-normalized on the fly. With `ss`
-/// (sums of squares of each row, accumulated by the operator that wrote the rows), element k of row r
-/// becomes bf16(bf16(x * rsqrt(ss[r] / K + eps)) * gain[k]), the reference's LlamaRMSNorm.
+/// The input of a projection: rows of activations, optionally RMS-normalized on the fly. With `ss`, the
+/// sums of squares of each row in `parts` partial sums ([parts][kMaxRows], written by the operator that
+/// wrote the rows, one part per tile, and added here in a fixed order so that every step computes the
+/// same bits), element k of row r becomes bf16(bf16(x * rsqrt(ss[r] / K + eps)) * gain[k]), the
+/// reference's LlamaRMSNorm.
 struct Input {
   const bf16* x;      ///< [R][K]
   const float* ss;    ///< nullptr: no normalization
@@ -89,7 +92,18 @@ struct Input {
   unsigned K;
   unsigned R;
   float eps;
+  unsigned parts;
 };
+
+/// Row g's sum of squares from its partial sums, by the 4 lanes of g (t = lane % 4 adds parts t, t + 4,
+/// ...; then the 4 are combined in a fixed order): the same in every lane of g.
+__device__ __forceinline__ float row_ss(const float* ss, unsigned parts, unsigned g, unsigned t) {
+  float v = 0.0f;
+  for (unsigned p = t; p < parts; p += 4u) v += ld_l2(ss + p * kMaxRows + g);
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  return v;
+}
 
 /// out[i][r] (16 x 8 floats in shared memory) = sum_k W[row_i][k] * in[r][k] for a group of 16 weight
 /// rows: lo(i) for i < 8 and hi(i - 8) for i >= 8, given as the two row pointers of this lane's g =
@@ -100,14 +114,20 @@ struct Input {
 /// of each of its two rows and 8 consecutive inputs: logical k 2t, 2t+1, 2t+8, 2t+9 of the first mma are
 /// k 8t..8t+3 of the block, of the second 8t+4..8t+7 (t = lane % 4). A and B use the same permutation,
 /// so the sum is unchanged.
-/// Uses 4 KiB of `smem` for the reduction over warps and 512 B after it for `out`; all threads enter.
+/// kAhead blocks of 32 k have their weights in flight per lane at a time (each costs 8 registers under
+/// the 64-register bound). Uses 4 KiB of `smem` for the reduction over warps and 512 B after it for
+/// `out`; all threads enter.
+template <unsigned kAhead = 2>
 __device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, const Input& in, float* smem) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
   const unsigned kw = in.K / kWarps, kbeg = warp * kw, kend = kbeg + kw;
   const bool has_row = g < in.R;
   const bf16* xrow = in.x + static_cast<unsigned long long>(has_row ? g : 0u) * in.K;
   float rs = 1.0f;
-  if (in.ss && has_row) rs = rsqrtf(ld_l2(in.ss + g) / static_cast<float>(in.K) + in.eps);
+  if (in.ss) {
+    const float ss = row_ss(in.ss, in.parts, has_row ? g : 0u, t);
+    rs = rsqrtf(ss / static_cast<float>(in.K) + in.eps);
+  }
 
   // This lane's 8 k of each 32-wide block start at 8t.
   const bf16* wl = wlo + t * 8u;
@@ -132,16 +152,20 @@ __device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, co
     mma_bf16(c, a.x, b.x, a.y, b.y, xv.x, xv.y);
     mma_bf16(c, a.z, b.z, a.w, b.w, xv.z, xv.w);
   };
-  // Two blocks' weights in flight per lane (more spills under the 64-register bound), then one at a time.
   unsigned k = kbeg;
 #pragma unroll 1
-  for (; k + 64u <= kend; k += 64u) {
-    const uint4 a0 = ld_stream(wl + k), b0 = ld_stream(wh + k);
-    const uint4 a1 = ld_stream(wl + k + 32u), b1 = ld_stream(wh + k + 32u);
-    step(a0, b0, k);
-    step(a1, b1, k + 32u);
+  for (; k + 32u * kAhead <= kend; k += 32u * kAhead) {
+    uint4 a[kAhead], b[kAhead];
+#pragma unroll
+    for (unsigned u = 0; u < kAhead; ++u) {
+      a[u] = ld_stream(wl + k + 32u * u);
+      b[u] = ld_stream(wh + k + 32u * u);
+    }
+#pragma unroll
+    for (unsigned u = 0; u < kAhead; ++u) step(a[u], b[u], k + 32u * u);
   }
-  if (k < kend) step(ld_stream(wl + k), ld_stream(wh + k), k);
+#pragma unroll 1
+  for (; k < kend; k += 32u) step(ld_stream(wl + k), ld_stream(wh + k), k);
   // c: (row g, step rows 2t, 2t+1), (row g + 8, step rows 2t, 2t+1). Sum the warps' partials.
   float4* red = reinterpret_cast<float4*>(smem);
   red[warp * 32u + lane] = make_float4(c[0], c[1], c[2], c[3]);

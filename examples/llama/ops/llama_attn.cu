@@ -3,7 +3,8 @@
 // KV head (the `group` query heads that share it) and one chunk of `chunk` positions: it writes the
 // chunk's softmax statistics and unnormalized output (m, l, o[64]) per query head; the last of a (row,
 // KV head)'s tiles to finish, counted by an atomic, combines the chunks and writes the output (bf16).
-// Scores and the combination are in fp32. tiles = R * kv_heads * splits.
+// Scores and the combination are in fp32, every sum in a fixed order: a row's result does not depend on
+// which tiles ran where or on the other rows of the step. tiles = R * kv_heads * splits.
 #include "llama.cuh"
 
 struct LlamaAttnArgs {
@@ -30,30 +31,44 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   const int c0 = static_cast<int>(split * a.chunk);
   const int n = len - c0 < static_cast<int>(a.chunk) ? (len - c0 > 0 ? len - c0 : 0) : static_cast<int>(a.chunk);
 
-  float* s = static_cast<float*>(c.smem);  // [group][64] scores, then weights
+  // Shared memory: q of the group's heads [group][64] f32, scores then weights [group][64], the chunk's
+  // statistics [group][2], its output [group][64], the last-tile flag.
+  float* qs = static_cast<float*>(c.smem);
+  float* s = qs + 8u * kHeadDim;
+  float* stat = s + 8u * 64u;
+  float* os = stat + 16u;
+  unsigned* flag = reinterpret_cast<unsigned*>(os + 8u * kHeadDim);
   const unsigned long long plane = static_cast<unsigned long long>(d.slots) * d.kv_heads * d.max_pos * kHeadDim;
   const bf16* kbase = a.kv + ((static_cast<unsigned long long>(row.slot >= 0 ? row.slot : 0) * d.kv_heads + kvh) *
                                   d.max_pos + c0) * kHeadDim;
   const bf16* vbase = kbase + plane;
   const bf16* qrow = a.q + static_cast<unsigned long long>(r) * d.heads * kHeadDim + kvh * group * kHeadDim;
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) qs[j] = bf2f(qrow[j]);
+  __syncthreads();
 
-  // Scores: warp w takes positions w, w + 8, ...; lane holds dims 2 lane, 2 lane + 1 of each query head.
-  for (int p = static_cast<int>(warp); p < n; p += static_cast<int>(kWarps)) {
-    const unsigned kp = *reinterpret_cast<const unsigned*>(kbase + static_cast<unsigned long long>(p) * kHeadDim + 2u * lane);
-    const float k0 = lo2f(kp), k1 = hi2f(kp);
+  // Scores: thread p < n takes position p, its key row in 8 loads of 16 B issued together.
+  if (static_cast<int>(threadIdx.x) < n) {
+    const uint4* kp = reinterpret_cast<const uint4*>(kbase + static_cast<unsigned long long>(threadIdx.x) * kHeadDim);
+    uint4 kr[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) kr[i] = kp[i];
     for (unsigned h = 0; h < group; ++h) {
-      const unsigned qp = *reinterpret_cast<const unsigned*>(qrow + h * kHeadDim + 2u * lane);
-      float v = lo2f(qp) * k0 + hi2f(qp) * k1;
-      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-      if (lane == 0) s[h * 64u + p] = v * a.scale;
+      const float* qh = qs + h * kHeadDim;
+      float v = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const unsigned* w = &kr[i].x;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v += qh[8 * i + 2 * j] * lo2f(w[j]) + qh[8 * i + 2 * j + 1] * hi2f(w[j]);
+      }
+      s[h * 64u + threadIdx.x] = v * a.scale;
     }
   }
   __syncthreads();
   // Softmax statistics of the chunk: warp h < group takes query head h.
-  float* stat = s + 8u * 64u;  // [group][2]: m, l
   if (warp < group) {
-    float m = -llama::inf();
+    float m = -inf();
     for (int p = static_cast<int>(lane); p < n; p += 32) m = fmaxf(m, s[warp * 64u + p]);
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     float l = 0.0f;
@@ -69,14 +84,21 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
     }
   }
   __syncthreads();
-  // Unnormalized output of the chunk: thread (h, dim) over the chunk's positions.
-  const unsigned qh0 = kvh * group;
+  // Unnormalized output: thread (h, dim) over the chunk's positions in order (so every step computes the
+  // same bits); the value loads are independent, 8 in flight.
   for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
     const unsigned h = j / kHeadDim, dim = j % kHeadDim;
     float o = 0.0f;
+#pragma unroll 8
     for (int p = 0; p < n; ++p) o += s[h * 64u + p] * bf2f(vbase[static_cast<unsigned long long>(p) * kHeadDim + dim]);
+    os[j] = o;
+  }
+  __syncthreads();
+  const unsigned qh0 = kvh * group;
+  for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
+    const unsigned h = j / kHeadDim, dim = j % kHeadDim;
     float* dst = a.part + ((static_cast<unsigned long long>(r) * d.heads + qh0 + h) * a.splits + split) * (2u + kHeadDim);
-    dst[2u + dim] = o;
+    dst[2u + dim] = os[j];
     if (dim == 0) {
       dst[0] = stat[h * 2u];
       dst[1] = stat[h * 2u + 1u];
@@ -85,7 +107,6 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   // The last tile of (r, kvh) combines: its readers see the other tiles' parts through L2.
   __threadfence();
   __syncthreads();
-  unsigned* flag = reinterpret_cast<unsigned*>(stat + 16u);
   if (threadIdx.x == 0) {
     unsigned* ctr = a.count + r * d.kv_heads + kvh;
     const unsigned done = atomicAdd(ctr, 1u) + 1u;

@@ -1,7 +1,6 @@
 // llama_embed: the first node of a step. Tile r copies row r of the step from the host's mapped `ctl`
 // to device memory (`rows`), looks up its token's embedding into x[r] and writes the sum of squares of
-// x[r] for the first layer's RMSNorm; it zeroes row r's other sums, which later projections accumulate.
-// tiles = R.
+// x[r] for the first layer's RMSNorm, as its first partial sum (the others zero). tiles = R.
 #include "llama.cuh"
 
 struct LlamaEmbedArgs {
@@ -9,7 +8,7 @@ struct LlamaEmbedArgs {
   llama::Row* rows;        // [R]
   const llama::bf16* emb;  // [vocab][hidden]
   llama::bf16* x;          // [R][hidden]
-  float* ss;               // [2 * layers + 1][kMaxRows]
+  float* ss;               // the first layer's norm sums: [hidden / 16][kMaxRows]
   const llama::Dims* dims;
 };
 
@@ -41,13 +40,9 @@ __device__ void llama_embed_tile(const LlamaEmbedArgs& a, const gpuos::TileCtx& 
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = ss;
   __syncthreads();
-  const unsigned nss = 2u * a.dims->layers + 1u;
-  if (threadIdx.x < nss) {
-    float v = 0.0f;
-    if (threadIdx.x == 0)
-      for (unsigned w = 0; w < kWarps; ++w) v += red[w];
-    a.ss[threadIdx.x * kMaxRows + r] = v;
-  }
+  float total = 0.0f;
+  for (unsigned w = 0; w < kWarps; ++w) total += red[w];
+  for (unsigned part = threadIdx.x; part < H / 16u; part += blockDim.x) a.ss[part * kMaxRows + r] = part == 0 ? total : 0.0f;
 }
 
 GPUOS_OPERATOR(llama_embed, LlamaEmbedArgs, llama_embed_tile)

@@ -10,7 +10,7 @@
 struct LlamaLogitsArgs {
   const llama::bf16* w;     // [vocab][hidden] (the tied embedding)
   const llama::bf16* x;     // [R][hidden]
-  const float* ss;          // [kMaxRows]
+  const float* ss;          // [hidden / 16][kMaxRows]: partial sums of squares
   const llama::bf16* gain;  // model.norm.weight
   float* logits;            // [R][vocab], or nullptr: not stored
   unsigned long long* keys; // [kMaxRows], zero between steps
@@ -45,7 +45,7 @@ __device__ void llama_logits_tile(const LlamaLogitsArgs& a, const gpuos::TileCtx
   const unsigned H = a.dims->hidden, V = a.dims->vocab;
   const unsigned g = (threadIdx.x & 31u) >> 2, row0 = c.tile * 16u;
   const bf16* wlo = a.w + static_cast<unsigned long long>(row0 + g) * H;
-  const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps};
+  const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / 16u};
   const float* out = project16(wlo, wlo + 8ull * H, in, static_cast<float*>(c.smem));
 
   if (threadIdx.x >= 128u) return;

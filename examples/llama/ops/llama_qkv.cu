@@ -7,7 +7,7 @@
 struct LlamaQkvArgs {
   const llama::bf16* w;    // [(heads + 2 kv_heads) * 64][hidden]
   const llama::bf16* x;    // [R][hidden], the residual stream
-  const float* ss;         // [kMaxRows]: sums of squares of x's rows
+  const float* ss;         // [hidden / 16][kMaxRows]: partial sums of squares of x's rows
   const llama::bf16* gain; // input_layernorm.weight
   llama::bf16* q;          // [R][heads * 64], rotated
   llama::bf16* kv;         // this layer's cache: k [slots][kv_heads][max_pos][64], then v alike
@@ -23,7 +23,7 @@ __device__ void llama_qkv_tile(const LlamaQkvArgs& a, const gpuos::TileCtx& c) {
   const unsigned g = (threadIdx.x & 31u) >> 2;
   const unsigned lo_row = head * kHeadDim + part * 8u + g;
   const bf16* wlo = a.w + static_cast<unsigned long long>(lo_row) * H;
-  const Input in{a.x, a.ss, a.gain, H, a.R, d.eps};
+  const Input in{a.x, a.ss, a.gain, H, a.R, d.eps, H / 16u};
   const float* out = project16(wlo, wlo + 32ull * H, in, static_cast<float*>(c.smem));
 
   const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;  // 8 x R threads: one rotation pair each

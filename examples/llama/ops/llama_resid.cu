@@ -1,14 +1,14 @@
 // llama_resid: a projection added to the residual stream, x[r] += bf16(W in[r]) in bf16, as the
-// reference adds; the attention's output projection and the MLP's down projection. Each tile also adds
-// the squares of the 16 new x values of each row to ss[r], the next RMSNorm's sums. tiles = rows of W /
-// 16.
+// reference adds; the attention's output projection and the MLP's down projection. Tile i also writes
+// the sum of squares of its 16 new x values of each row to ss[i][r], the next RMSNorm's partial sums.
+// tiles = rows of W / 16.
 #include "llama.cuh"
 
 struct LlamaResidArgs {
   const llama::bf16* w;   // [hidden][K]
   const llama::bf16* in;  // [R][K]
   llama::bf16* x;         // [R][hidden]
-  float* ss;              // [kMaxRows]: sums of squares of the new x rows (zeroed by llama_embed)
+  float* ss;              // [hidden / 16][kMaxRows]: partial sums of squares of the new x rows
   unsigned K;
   unsigned hidden;
   unsigned R;
@@ -18,7 +18,7 @@ __device__ void llama_resid_tile(const LlamaResidArgs& a, const gpuos::TileCtx& 
   using namespace llama;
   const unsigned g = (threadIdx.x & 31u) >> 2, row0 = c.tile * 16u;
   const bf16* wlo = a.w + static_cast<unsigned long long>(row0 + g) * a.K;
-  const Input in{a.in, nullptr, nullptr, a.K, a.R, 0.0f};
+  const Input in{a.in, nullptr, nullptr, a.K, a.R, 0.0f, 0u};
   const float* out = project16(wlo, wlo + 8ull * a.K, in, static_cast<float*>(c.smem));
 
   if (threadIdx.x >= 128u) return;  // 16 x 8 threads, r-major: a row's 16 values in one half warp
@@ -31,7 +31,7 @@ __device__ void llama_resid_tile(const LlamaResidArgs& a, const gpuos::TileCtx& 
     sq = v * v;
   }
   sq = half_warp_sum(sq);
-  if (i == 0 && r < a.R) atomicAdd(a.ss + r, sq);
+  if (i == 0) a.ss[c.tile * kMaxRows + r] = sq;
 }
 
 GPUOS_OPERATOR(llama_resid, LlamaResidArgs, llama_resid_tile)

@@ -7,7 +7,7 @@ struct LlamaSwigluArgs {
   const llama::bf16* gate;  // [inter][hidden]
   const llama::bf16* up;    // [inter][hidden]
   const llama::bf16* x;     // [R][hidden]
-  const float* ss;          // [kMaxRows]
+  const float* ss;          // [hidden / 16][kMaxRows]: partial sums of squares
   const llama::bf16* gain;  // post_attention_layernorm.weight
   llama::bf16* out;         // [R][inter]
   const llama::Dims* dims;
@@ -19,7 +19,7 @@ __device__ void llama_swiglu_tile(const LlamaSwigluArgs& a, const gpuos::TileCtx
   const unsigned H = a.dims->hidden, I = a.dims->inter;
   const unsigned g = (threadIdx.x & 31u) >> 2, f0 = c.tile * 8u;
   const unsigned long long off = static_cast<unsigned long long>(f0 + g) * H;
-  const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps};
+  const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / 16u};
   const float* out = project16(a.gate + off, a.up + off, in, static_cast<float*>(c.smem));
 
   const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;

@@ -1,0 +1,139 @@
+"""The Llama example's host side without a GPU: configs, rotary frequencies, the ABI of the step rows, and
+the server's batching of rows."""
+
+import json
+import math
+import queue
+import struct
+
+import pytest
+
+from llama_engine import DIMS, HEAD_DIM, MAX_ROWS, ROW, Config
+
+BASE = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+            num_key_value_heads=8, vocab_size=128256, rms_norm_eps=1e-5, tie_word_embeddings=True, head_dim=64)
+LLAMA3 = {"rope_type": "llama3", "factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+          "original_max_position_embeddings": 8192}
+
+
+def config(tmp_path, **kw):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**BASE, **kw}))
+    return Config.from_json(p)
+
+
+def test_both_config_formats_give_the_same_rope(tmp_path):
+    old = config(tmp_path, rope_theta=500000.0, rope_scaling=LLAMA3)
+    new = config(tmp_path, rope_parameters={**LLAMA3, "rope_theta": 500000.0})
+    assert old == new
+    assert old.rope_theta == 500000.0 and old.rope_scaling["rope_type"] == "llama3"
+    plain = config(tmp_path, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    assert plain.rope_scaling is None and plain.rope_theta == 10000.0
+
+
+def test_llama3_frequencies(tmp_path):
+    inv = config(tmp_path, rope_theta=500000.0, rope_scaling=LLAMA3).inv_freq()
+    plain = config(tmp_path, rope_theta=500000.0).inv_freq()
+    assert len(inv) == HEAD_DIM // 2
+    assert plain[0] == 1.0 and inv[0] == 1.0  # wavelength 2 pi < 8192 / 4: unchanged
+    for i, (a, b) in enumerate(zip(inv, plain)):
+        assert b == pytest.approx(500000.0 ** (-2 * i / HEAD_DIM), rel=1e-6)
+        wave = 2 * math.pi / b
+        if wave < 8192 / 4:
+            assert a == b
+        elif wave > 8192 / 1:
+            assert a == pytest.approx(b / 32, rel=1e-6)
+        else:  # the smooth band lies between the two
+            assert b / 32 < a < b
+
+
+def test_unsupported_shapes_are_refused_with_reasons(tmp_path):
+    with pytest.raises(ValueError, match="head_dim 128"):
+        config(tmp_path, head_dim=128)
+    with pytest.raises(ValueError, match="vocab_size 1000"):
+        config(tmp_path, vocab_size=1000)
+    with pytest.raises(ValueError, match="intermediate_size 1000"):
+        config(tmp_path, intermediate_size=1000)
+    with pytest.raises(ValueError, match="rope scaling"):
+        config(tmp_path, rope_scaling={"rope_type": "yarn", "factor": 4.0})
+
+
+def test_weight_bytes_of_the_1b_shape(tmp_path):
+    c = config(tmp_path)
+    # 1.236 G parameters (tied head counted once as the LM head's read) x 2 bytes
+    per_layer = 3072 * 2048 + 2048 * 2048 + 3 * 8192 * 2048
+    assert c.weight_bytes_per_step() == 2 * (16 * per_layer + 128256 * 2048)
+
+
+def test_abi_sizes_match_the_operators():
+    assert ROW.size == 32  # llama::Row (static_assert in ops/llama.cuh)
+    assert DIMS.size == 40 + 4 * HEAD_DIM // 2  # llama::Dims
+    assert len(struct.pack("<iiifI12x", 1, 2, 3, 0.5, 7)) == ROW.size
+
+
+class FakeEngine:
+    """Stands in for the model in the scheduler's bookkeeping: the next token is (token + position) % 97."""
+
+    slots, max_pos = 4, 64
+
+    def __init__(self):
+        self.steps = []
+
+    def step(self, rows):
+        assert 1 <= len(rows) <= MAX_ROWS
+        self.steps.append(list(rows))
+        return [(tok + pos) % 97 for tok, pos, *_ in rows]
+
+
+def test_scheduler_batches_decode_and_prefill_rows():
+    from server import Request, Scheduler
+
+    eng = FakeEngine()
+    s = Scheduler(eng)
+    reqs = [Request(list(range(10 + i, 10 + i + n)), 5, 0.0, 0) for i, n in enumerate((3, 12, 1, 9, 5))]
+    for r in reqs:
+        s.submit(r)
+    outs = []
+    for r in reqs:
+        toks = []
+        while (t := r.out.get(timeout=10)) is not None:
+            toks.append(t)
+        outs.append(toks)
+    s.stop()
+    # Each answer is what decoding alone would give: the prompt's last token, then token by token.
+    for r, toks in zip(reqs, outs):
+        want, tok, pos = [], r.prompt[-1], len(r.prompt) - 1
+        for _ in range(5):
+            tok = (tok + pos) % 97
+            want.append(tok)
+            pos += 1
+        assert toks == want
+    # No step had more rows than a graph takes, at most `slots` sequences were in flight, every prompt
+    # token ran exactly once at its own position.
+    seen = {}
+    for rows in eng.steps:
+        assert len({slot for _, _, slot, _, _ in rows}) <= eng.slots
+    assert s.counters["requests_completed"] == len(reqs)
+    assert s.counters["tokens_generated"] == 5 * len(reqs)
+    assert s.counters["rows"] == sum(len(r.prompt) for r in reqs) + 4 * len(reqs)
+
+
+def test_scheduler_refuses_what_does_not_fit_and_reports_a_failed_step():
+    from server import Request, Scheduler
+
+    eng = FakeEngine()
+    s = Scheduler(eng)
+    with pytest.raises(ValueError, match="exceeds"):
+        s.submit(Request(list(range(60)), 10, 0.0, 0))
+
+    def broken(rows):
+        raise TimeoutError("step of 1 rows did not finish")
+
+    eng.step = broken
+    r = Request([1, 2], 3, 0.0, 0)
+    s.submit(r)
+    item = r.out.get(timeout=10)
+    assert isinstance(item, RuntimeError) and "did not finish" in str(item)
+    assert s.failed and "TimeoutError" in s.failed
+    with pytest.raises(RuntimeError):
+        s.submit(Request([1], 1, 0.0, 0))
