@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Plots the benchmark results: bench/plot.py [RESULTS_DIR] [--out DIR].
 
-Reads bench_dispatch.json, bench_throughput.json, bench_graph.json, bench_large.json and bench_alloc.json
-from RESULTS_DIR
+Reads bench_dispatch.json, bench_throughput.json, bench_graph.json, bench_large.json, bench_alloc.json and
+bench_llama.json (examples/llama/bench_decode.py) from RESULTS_DIR
 (default: the current directory; a missing file is skipped) and writes bench_<name>.png for each to --out
 (default: docs/ of the repository). Needs matplotlib.
 """
@@ -218,6 +218,30 @@ def plot_graph(r, out):
     finish(fig, "Dependent work: chains, fan 1-128-1, random DAG\n" + subtitle(r), out)
 
 
+def plot_llama(r, out):
+    """examples/llama/bench_decode.py: ms per token at batch 1 against the bandwidth bound, tokens/s by batch."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    rows = [("transformers eager\n(static cache)", r.get("transformers_eager_static_ms")),
+            ("transformers\nCUDA graph", r.get("cuda_graph_ms")), ("gpuos", r.get("gpuos_ms"))]
+    rows = [(n, v) for n, v in rows if v]
+    a.bar([n for n, _ in rows], [v for _, v in rows],
+          color=[color_of("gpuos" if n == "gpuos" else n, i) for i, (n, _) in enumerate(rows)])
+    for i, (_, v) in enumerate(rows):
+        a.text(i, v, f"{v:.2f}\n({r['bandwidth_bound_ms_per_token'] / v:.0%} of bound)", ha="center", va="bottom",
+               fontsize=8)
+    a.axhline(r["bandwidth_bound_ms_per_token"], color="k", ls="--", lw=1,
+              label=f"bandwidth bound {r['bandwidth_bound_ms_per_token']:.2f} ms "
+                    f"({r['weight_bytes_per_token'] / 1e9:.2f} GB / {r['copy_bandwidth_GBps']:.0f} GB/s)")
+    a.set_ylim(0, max(v for _, v in rows) * 1.3)
+    style(a, "", "ms per generated token, batch 1")
+    bs = sorted(r["gpuos"], key=int)
+    b.plot([int(x) for x in bs], [r["gpuos"][x]["tokens_per_s"] for x in bs], "o-", color=GPUOS_COLOR, label="gpuos")
+    if r.get("cuda_graph_ms"):
+        b.plot([1], [1e3 / r["cuda_graph_ms"]], "s", color=BASELINE_COLORS[1], label="transformers CUDA graph, batch 1")
+    style(b, "batch (sequences decoding together)", "generated tokens/s")
+    finish(fig, f"Llama-3.2-1B shape, bf16, decode after a {r['prompt_len']}-token prompt: {r['device']}", out)
+
+
 def main():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description="Plots the gpuos benchmark JSON results.")
@@ -226,7 +250,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     plots = [("bench_dispatch", plot_dispatch), ("bench_throughput", plot_throughput), ("bench_graph", plot_graph),
-             ("bench_large", plot_large), ("bench_alloc", plot_alloc)]
+             ("bench_large", plot_large), ("bench_alloc", plot_alloc), ("bench_llama", plot_llama)]
     done = 0
     for name, fn in plots:
         r = load(os.path.join(a.results, name + ".json"))

@@ -127,7 +127,8 @@ class Engine:
     """
 
     def __init__(self, rt: gpuos.Runtime, model_dir: str | os.PathLike, *, slots: int = 8, max_pos: int = 1024,
-                 chunk: int = 64, keep_logits: bool = False, load_ops: bool = True):
+                 chunk: int = 64, keep_logits: bool = False, load_ops: bool = True,
+                 ops_dir: str | os.PathLike = OPS_DIR):
         import torch
         from safetensors.torch import load_file
 
@@ -195,7 +196,7 @@ class Engine:
 
         if load_ops:
             for name in OP_NAMES:
-                rt.load_operator_file(str(OPS_DIR / f"{name}.cu"))
+                rt.load_operator_file(str(Path(ops_dir) / f"{name}.cu"))
         self.op = {name: rt.op_id(name) for name in OP_NAMES}
         self._graphs: dict[tuple, gpuos.GraphExec] = {}
         self._lock = threading.Lock()
