@@ -104,29 +104,27 @@ def main() -> int:
         ref = loadgen.run(url, **run)
         events: list[str] = []
 
+        def wait_for(name: str, above: float, what: str) -> None:
+            """Until metric `name` exceeds `above` (60 s at most), then logs `what` and how long it took."""
+            t = time.time()
+            while time.time() - t < 60:
+                _, m = get(url + "/metrics")
+                if metric(m, name) > above:
+                    events.append(f"{what} after {time.time() - t:.2f} s "
+                                  f"(failing: {metric(m, 'llama_server_operators_failing'):.0f})")
+                    return
+                time.sleep(0.02)
+
         def swapper():
             _, m0 = get(url + "/metrics")
             loads0, refused0 = metric(m0, "llama_server_operator_loads_total"), metric(m0, "llama_server_operator_refused_total")
             time.sleep(ref["wall_s"] * 0.2)
             save(resid, resid_v2)
             events.append("saved llama_resid v2")
-            t = time.time()
-            while time.time() - t < 60:
-                _, m = get(url + "/metrics")
-                if metric(m, "llama_server_operator_loads_total") > loads0:
-                    events.append(f"llama_resid v2 live after {time.time() - t:.2f} s")
-                    break
-                time.sleep(0.02)
+            wait_for("llama_server_operator_loads_total", loads0, "llama_resid v2 live")
             save(swiglu, swiglu_broken)
             events.append("saved a broken llama_swiglu")
-            t = time.time()
-            while time.time() - t < 60:
-                _, m = get(url + "/metrics")
-                if metric(m, "llama_server_operator_refused_total") > refused0:
-                    events.append(f"broken llama_swiglu refused after {time.time() - t:.2f} s "
-                                  f"(failing: {metric(m, 'llama_server_operators_failing'):.0f})")
-                    break
-                time.sleep(0.02)
+            wait_for("llama_server_operator_refused_total", refused0, "broken llama_swiglu refused")
             time.sleep(ref["wall_s"] * 0.1)
             save(swiglu, swiglu_ok)
             events.append("saved llama_swiglu back")

@@ -49,6 +49,15 @@ class Request:
         self.t_submit = time.perf_counter()
         self.t_first = None
 
+    def tokens(self, timeout: float | None = None) -> list[int]:
+        """Waits for the whole answer; raises the decode loop's error if it failed."""
+        toks = []
+        while (t := self.out.get(timeout=timeout)) is not None:
+            if isinstance(t, Exception):
+                raise t
+            toks.append(t)
+        return toks
+
 
 class Scheduler:
     """The decode loop: one thread owns the engine and runs steps while there is work."""

@@ -182,6 +182,17 @@ std::chrono::nanoseconds timeout_of(std::optional<double> seconds) {
 
 // ---- plain structs as dicts ---------------------------------------------------------------------------------
 
+nb::dict ops_dir_dict(const gpuos_ops_dir_stats& s) {
+  nb::dict d;
+  d["loads"] = s.loads;
+  d["failures"] = s.failures;
+  d["removals"] = s.removals;
+  d["generation"] = s.generation;
+  d["failing"] = s.failing;
+  d["watching"] = s.watching != 0;
+  return d;
+}
+
 nb::dict stats_dict(const gpuos::Stats& s) {
   nb::dict d;
   d["submitted"] = s.submitted;
@@ -295,6 +306,15 @@ struct PyLane {
   std::unique_ptr<gpuos::Lane> lane;  // destroyed before rt
 };
 
+/// Destroys what `p` owns (and empties it) with the GIL released: destructors that wait (a graph's
+/// launches, a watcher's load) must not hold up other Python threads.
+template <class T>
+void reset_unlocked(std::unique_ptr<T>& p) {
+  std::unique_ptr<T> owned = std::move(p);
+  nb::gil_scoped_release unlocked;
+  owned.reset();
+}
+
 /// A graph instance (gpuos::GraphExec), holding the runtime; close() waits for its launches.
 struct PyGraphExec {
   PyGraphExec(PyRuntime& r, const gpuos::Graph& g) : rt(r.shared()) {
@@ -305,11 +325,7 @@ struct PyGraphExec {
     if (!exec) raise_status(GPUOS_ERR_INVALID_ARG, "the graph instance is closed");
     return *exec;
   }
-  void close() {
-    std::unique_ptr<gpuos::GraphExec> e = std::move(exec);
-    nb::gil_scoped_release unlocked;
-    e.reset();
-  }
+  void close() { reset_unlocked(exec); }
   std::shared_ptr<gpuos::Runtime> rt;
   std::unique_ptr<gpuos::GraphExec> exec;  // destroyed before rt
 };
@@ -320,11 +336,7 @@ struct PyOpsDir {
     nb::gil_scoped_release unlocked;
     ops = std::make_unique<gpuos::OpsDir>(*rt, dir, debounce_ms);
   }
-  void close() {
-    std::unique_ptr<gpuos::OpsDir> o = std::move(ops);
-    nb::gil_scoped_release unlocked;
-    o.reset();
-  }
+  void close() { reset_unlocked(ops); }
   std::shared_ptr<gpuos::Runtime> rt;
   std::unique_ptr<gpuos::OpsDir> ops;  // destroyed before rt
 };
@@ -615,15 +627,7 @@ NB_MODULE(_gpuos, m) {
           "stats",
           [](PyOpsDir& d) {
             if (!d.ops) raise_status(GPUOS_ERR_INVALID_ARG, "the operator directory is closed");
-            const gpuos_ops_dir_stats st = d.ops->stats();
-            nb::dict o;
-            o["loads"] = st.loads;
-            o["failures"] = st.failures;
-            o["removals"] = st.removals;
-            o["generation"] = st.generation;
-            o["failing"] = st.failing;
-            o["watching"] = st.watching != 0;
-            return o;
+            return ops_dir_dict(d.ops->stats());
           },
           "Loads, refusals and removals so far, the last generation, the sources whose latest version does not "
           "serve now, and whether it is still watching.")

@@ -3,7 +3,14 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "common/wait.hpp"
 
 #include "tests/gpu/gpu_fixture.hpp"
 #include "kernel/wire.h"
@@ -152,4 +159,83 @@ TEST_CASE("an SM budget launches fewer blocks") {
   Runtime rt(o);
   CHECK(rt.device_info().grid_blocks == some.grid_blocks);
   CHECK(rt.wait(rt.submit(ops::nop()), 5s));
+}
+
+namespace {
+struct DirTagArgs {
+  float* y;
+  float k;
+};
+std::string dir_tag_source(int factor) {
+  return "#include \"gpuos/op.cuh\"\nstruct DirTagArgs { float* y; float k; };\n"
+         "__device__ void dir_tag_tile(const DirTagArgs& a, const gpuos::TileCtx&) {\n"
+         "  if (threadIdx.x == 0) *a.y = a.k * " + std::to_string(factor) + ".0f;\n}\n"
+         "GPUOS_OPERATOR(dir_tag, DirTagArgs, dir_tag_tile)\n";
+}
+/// As an editor saves: a temporary file renamed into place.
+void save_file(const std::filesystem::path& p, const std::string& text) {
+  const std::filesystem::path tmp = p.parent_path() / ("." + p.filename().string() + ".tmp");
+  std::ofstream(tmp) << text;
+  std::filesystem::rename(tmp, p);
+}
+struct DirEvents {
+  std::mutex mu;
+  std::vector<std::pair<uint32_t, std::string>> seen;  // kind, file name
+  static void record(void* self, const gpuos_ops_dir_event* ev) {
+    auto* d = static_cast<DirEvents*>(self);
+    std::lock_guard<std::mutex> lock(d->mu);
+    d->seen.emplace_back(ev->kind, std::filesystem::path(ev->path).filename().string());
+  }
+};
+}  // namespace
+
+TEST_CASE("an operator directory: loaded at open, a saved file goes live, a broken one is refused, a removed one retires") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gpuos-opsdir-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  save_file(dir / "dir_tag.cu", dir_tag_source(1));
+  test::DeviceBuffer y(1);
+  Runtime rt;
+  DirEvents events;
+  OpsDir ops(rt, dir.string(), 20, &DirEvents::record, &events);
+  CHECK(ops.stats().loads == 1);
+  CHECK(ops.stats().watching == 1);
+  auto run = [&] {
+    y.upload({0.0f});
+    REQUIRE(rt.wait(rt.submit(Task::make(rt.op_id("dir_tag"), 1, DirTagArgs{y.get(), 2.0f})), 10s));
+    return y.download()[0];
+  };
+  auto until = [&](auto pred) {
+    return common::wait_until(pred, common::Deadline::after(std::chrono::seconds(30)), common::kCompletionBackoff);
+  };
+  CHECK(run() == 2.0f);
+
+  save_file(dir / "dir_tag.cu", dir_tag_source(3));
+  REQUIRE(until([&] { return ops.stats().loads == 2; }));
+  CHECK(run() == 6.0f);
+
+  save_file(dir / "dir_tag.cu", dir_tag_source(5) + "this does not compile\n");
+  REQUIRE(until([&] { return ops.stats().failures == 1; }));
+  CHECK(ops.stats().failing == 1);
+  CHECK(run() == 6.0f);  // the version before serves
+
+  fs::remove(dir / "dir_tag.cu");
+  REQUIRE(until([&] { return ops.stats().removals == 1; }));
+  CHECK_THROWS_AS(rt.op_id("dir_tag"), Error);
+  ops.close();
+  {
+    std::lock_guard<std::mutex> lock(events.mu);
+    REQUIRE(events.seen.size() == 4);
+    CHECK(events.seen[0] == std::pair<uint32_t, std::string>{GPUOS_OPS_DIR_LOADED, "dir_tag.cu"});
+    CHECK(events.seen[1].first == GPUOS_OPS_DIR_LOADED);
+    CHECK(events.seen[2].first == GPUOS_OPS_DIR_FAILED);
+    CHECK(events.seen[3].first == GPUOS_OPS_DIR_REMOVED);
+  }
+  // A directory left open is the runtime's: shutdown stops it, and a closed one is no longer known.
+  OpsDir again(rt, dir.string(), 20);
+  CHECK(again.stats().loads == 0);
+  rt.shutdown();
+  CHECK_THROWS_AS(again.stats(), Error);
+  fs::remove_all(dir);
 }

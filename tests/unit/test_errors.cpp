@@ -105,6 +105,16 @@ TEST_CASE("NULL handles and outputs are rejected, not dereferenced") {
   CHECK(gpuos_graph_launch_on_stream(reinterpret_cast<gpuos_runtime*>(0x1), nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
   size_t needed = 0;
   CHECK(gpuos_metrics(nullptr, nullptr, 0, &needed) == GPUOS_ERR_INVALID_ARG);
+  gpuos_ops_dir* dir = nullptr;
+  gpuos_ops_dir_stats dst{};
+  CHECK(gpuos_ops_dir_open(nullptr, "/tmp", 20, nullptr, nullptr, &dir) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_ops_dir_open(reinterpret_cast<gpuos_runtime*>(0x1), nullptr, 20, nullptr, nullptr, &dir) ==
+        GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_ops_dir_open(reinterpret_cast<gpuos_runtime*>(0x1), "/tmp", 20, nullptr, nullptr, nullptr) ==
+        GPUOS_ERR_INVALID_ARG);
+  CHECK(dir == nullptr);
+  CHECK(gpuos_ops_dir_get_stats(nullptr, nullptr, &dst) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_ops_dir_close(nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);
   CHECK(gpuos_wait(nullptr, 0, 0) == GPUOS_ERR_INVALID_ARG);
   CHECK(gpuos_drain(nullptr, 0) == GPUOS_ERR_INVALID_ARG);
   CHECK(gpuos_get_stats(nullptr, nullptr) == GPUOS_ERR_INVALID_ARG);

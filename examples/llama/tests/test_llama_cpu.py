@@ -93,12 +93,7 @@ def test_scheduler_batches_decode_and_prefill_rows():
     reqs = [Request(list(range(10 + i, 10 + i + n)), 5, 0.0, 0) for i, n in enumerate((3, 12, 1, 9, 5))]
     for r in reqs:
         s.submit(r)
-    outs = []
-    for r in reqs:
-        toks = []
-        while (t := r.out.get(timeout=10)) is not None:
-            toks.append(t)
-        outs.append(toks)
+    outs = [r.tokens(timeout=10) for r in reqs]
     s.stop()
     # Each answer is what decoding alone would give: the prompt's last token, then token by token.
     for r, toks in zip(reqs, outs):

@@ -20,14 +20,7 @@ def test_tiny_model_matches_transformers(tiny_model):
 def answers(sched, reqs):
     for q in reqs:
         sched.submit(q)
-    out = []
-    for q in reqs:
-        toks = []
-        while (t := q.out.get(timeout=60)) is not None:
-            assert not isinstance(t, Exception), t
-            toks.append(t)
-        out.append(toks)
-    return out
+    return [q.tokens(timeout=60) for q in reqs]
 
 
 def test_batched_requests_answer_as_alone(tiny_model):
