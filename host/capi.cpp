@@ -214,7 +214,21 @@ gpuos_status gpuos_lane_destroy(gpuos_runtime* rt, gpuos_lane* lane) {
 
 gpuos_status gpuos_submit_on_stream(gpuos_runtime* rt, const gpuos_task* task, void* stream) {
   GPUOS_REQUIRE(rt && task, "rt or task is NULL");
-  return run([&] { rt->impl.submit_on_stream(*task, static_cast<CUstream>(stream)); });
+  return run([&] { rt->impl.submit_on_stream(task, 1, static_cast<CUstream>(stream)); });
+}
+
+gpuos_status gpuos_submit_batch_on_stream(gpuos_runtime* rt, const gpuos_task* tasks, size_t n, void* stream) {
+  GPUOS_REQUIRE(rt && (tasks || n == 0), "rt or tasks is NULL");
+  GPUOS_REQUIRE(n > 0, "no task to submit");
+  return run([&] { rt->impl.submit_on_stream(tasks, n, static_cast<CUstream>(stream)); });
+}
+
+gpuos_status gpuos_submit_after_on_stream(gpuos_runtime* rt, const gpuos_task* task, const uint64_t* after,
+                                          size_t n_after, gpuos_lane* lane, void* stream) {
+  GPUOS_REQUIRE(rt && task && (after || n_after == 0), "rt, task or after is NULL");
+  return run([&] {
+    rt->impl.submit_after_on_stream(*task, after, n_after, lane_of(rt, lane), static_cast<CUstream>(stream));
+  });
 }
 
 gpuos_status gpuos_submit_after(gpuos_runtime* rt, const gpuos_task* task, const uint64_t* after, size_t n_after,

@@ -141,11 +141,19 @@ bool Runtime::submit(const gpuos_task* tasks, std::size_t n, bool blocking, std:
   return submitter_->submit(tasks, n, blocking, first);
 }
 
-void Runtime::submit_on_stream(const gpuos_task& task, CUstream stream) { streams_->submit(task, stream); }
+void Runtime::submit_on_stream(const gpuos_task* tasks, std::size_t n, CUstream stream) {
+  streams_->submit(tasks, n, stream);
+}
+
+void Runtime::submit_after_on_stream(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane,
+                                     CUstream stream) {
+  streams_->submit_after(task, after, n, lane, stream);
+}
 
 void Runtime::graph_launch_on_stream(GraphInstance* e, CUstream stream) {
   graphs_->check_instance(e);  // one destroyed before the stream reaches it does not run (counted)
-  streams_->submit([this, e](Submitter&) { return graphs_->launch(e, nullptr, 0, nullptr); }, stream);
+  streams_->submit([this, e](Submitter&) { return StreamSubmitter::Issued{graphs_->launch(e, nullptr, 0, nullptr), 1}; },
+                   stream);
 }
 
 std::uint64_t Runtime::stream_failures() const { return streams_ ? streams_->failures() : 0; }

@@ -60,8 +60,11 @@ class Runtime {
   bool submit(const gpuos_task* tasks, std::size_t n, bool blocking, std::uint64_t& first);
   /// A task that runs after the tickets after[0..n) and the lane's previous task (lane may be null).
   std::uint64_t submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane);
-  /// A task that runs in `stream`'s order (gpuos_submit_on_stream).
-  void submit_on_stream(const gpuos_task& task, CUstream stream);
+  /// Tasks that run in `stream`'s order (gpuos_submit_on_stream, gpuos_submit_batch_on_stream).
+  void submit_on_stream(const gpuos_task* tasks, std::size_t n, CUstream stream);
+  /// A task after tickets and a lane, in `stream`'s order (gpuos_submit_after_on_stream).
+  void submit_after_on_stream(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane,
+                              CUstream stream);
   /// A launch of graph instance `e` in `stream`'s order (gpuos_graph_launch_on_stream).
   void graph_launch_on_stream(GraphInstance* e, CUstream stream);
   /// Task graphs' instances and launches.

@@ -62,7 +62,8 @@ void CUDA_CB run_call(void* data) {
     std::shared_lock<std::shared_mutex> lock(s.live_mu);
     if (s.submitter) {
       try {
-        s.submitter->signal_after(c->work(*s.submitter), reinterpret_cast<float*>(flag));
+        const StreamSubmitter::Issued done = c->work(*s.submitter);
+        s.submitter->signal_after(done.first, done.n, reinterpret_cast<float*>(flag));
         submitted = true;
       } catch (...) {
         // Closed or faulted since the task was put on the stream: it does not run (counted below).
@@ -100,20 +101,50 @@ StreamSubmitter::~StreamSubmitter() {
 
 std::uint64_t StreamSubmitter::failures() const { return shared_->failures.load(std::memory_order_relaxed); }
 
-void StreamSubmitter::submit(const gpuos_task& task, CUstream stream) {
+namespace {
+/// Tasks with their argument bytes, owned: a host function submits them later.
+struct OwnedTasks {
+  std::vector<gpuos_task> tasks;
+  std::vector<std::vector<unsigned char>> args;
+  OwnedTasks(const gpuos_task* t, std::size_t n) : tasks(t, t + n), args(n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto* a = static_cast<const unsigned char*>(t[i].args);
+      if (a) args[i].assign(a, a + t[i].arg_bytes);
+    }
+  }
+  /// The tasks, pointing at the owned bytes (call where the copy will stay: the host function's).
+  const gpuos_task* get() {
+    for (std::size_t i = 0; i < tasks.size(); ++i) tasks[i].args = args[i].empty() ? nullptr : args[i].data();
+    return tasks.data();
+  }
+};
+}  // namespace
+
+void StreamSubmitter::submit(const gpuos_task* tasks, std::size_t n, CUstream stream) {
+  if (n == 0) fail(GPUOS_ERR_INVALID_ARG, "stream-ordered submission of no task");
   {
     std::shared_lock<std::shared_mutex> lock(shared_->live_mu);
-    shared_->submitter->validate(task);  // a bad task is refused here, not when the stream reaches it
+    for (std::size_t i = 0; i < n; ++i) shared_->submitter->validate(tasks[i]);  // refused here, not later
   }
-  gpuos_task t = task;
-  std::vector<unsigned char> args(static_cast<const unsigned char*>(task.args),
-                                  static_cast<const unsigned char*>(task.args) + (task.args ? task.arg_bytes : 0));
   submit(
-      [t, args](Submitter& sub) mutable {
-        t.args = args.empty() ? nullptr : args.data();
-        std::uint64_t ticket = 0;
-        sub.submit(&t, 1, true, ticket);
-        return ticket;
+      [owned = OwnedTasks(tasks, n)](Submitter& sub) mutable {
+        std::uint64_t first = 0;
+        sub.submit(owned.get(), owned.tasks.size(), true, first);
+        return Issued{first, owned.tasks.size()};
+      },
+      stream);
+}
+
+void StreamSubmitter::submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane,
+                                   CUstream stream) {
+  {
+    std::shared_lock<std::shared_mutex> lock(shared_->live_mu);
+    shared_->submitter->validate(task);
+    shared_->submitter->check_issued(after, n);
+  }
+  submit(
+      [owned = OwnedTasks(&task, 1), deps = std::vector<std::uint64_t>(after, after + n), lane](Submitter& sub) mutable {
+        return Issued{sub.submit_after(*owned.get(), deps.data(), deps.size(), lane), 1};
       },
       stream);
 }

@@ -48,12 +48,21 @@ class StreamSubmitter {
   StreamSubmitter(const StreamSubmitter&) = delete;
   StreamSubmitter& operator=(const StreamSubmitter&) = delete;
 
-  /// What a host function submits: the work (a task, a graph launch), returning the ticket the signal
+  /// Tickets a host function issued: first..first+n-1; the signal follows all of them.
+  struct Issued {
+    std::uint64_t first;
+    std::size_t n;
+  };
+  /// What a host function submits: the work (tasks, a graph launch), returning the tickets the signal
   /// follows. Runs on the driver's thread: it must make no CUDA call. Throws when it cannot submit.
-  using Work = std::function<std::uint64_t(Submitter&)>;
-  /// Validates `task` and puts its host function and its wait on `stream` (a CUstream; 0 is the legacy
-  /// default stream). Blocks while the stream holds kMaxInFlight host functions not yet run.
-  void submit(const gpuos_task& task, CUstream stream);
+  using Work = std::function<Issued(Submitter&)>;
+  /// Validates tasks[0..n) and puts one host function submitting them (consecutive tickets) and its wait
+  /// on `stream` (a CUstream; 0 is the legacy default stream): the stream's later work waits for all of
+  /// them. Blocks while the stream holds kMaxInFlight host functions not yet run.
+  void submit(const gpuos_task* tasks, std::size_t n, CUstream stream);
+  /// The same for one task that also waits for the tickets after[0..n) (issued before this call) and the
+  /// lane's previous task when the stream reaches it (Submitter::submit_after).
+  void submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane, CUstream stream);
   /// The same for work the caller has validated.
   void submit(Work work, CUstream stream);
   /// Stream-ordered tasks whose host function could not submit them (the runtime closed or faulted).

@@ -154,6 +154,15 @@ GPUOS_API gpuos_status gpuos_lane_destroy(gpuos_runtime* rt, gpuos_lane* lane);
 GPUOS_API gpuos_status gpuos_submit_after(gpuos_runtime* rt, const gpuos_task* task, const uint64_t* after,
                                           size_t n_after, gpuos_lane* lane, uint64_t* ticket);
 
+/* gpuos_submit_batch and gpuos_submit_after in a CUDA stream's order, as gpuos_submit_on_stream (n >= 1):
+ * one host function submits the tasks when the stream reaches it, and the stream's later work waits for
+ * all of them. The tickets in `after` must have been issued before the call; the lane's previous task is
+ * the one it has when the stream reaches the call. No ticket is returned. */
+GPUOS_API gpuos_status gpuos_submit_batch_on_stream(gpuos_runtime* rt, const gpuos_task* tasks, size_t n,
+                                                    void* stream);
+GPUOS_API gpuos_status gpuos_submit_after_on_stream(gpuos_runtime* rt, const gpuos_task* task, const uint64_t* after,
+                                                    size_t n_after, gpuos_lane* lane, void* stream);
+
 /* Waits until the task has completed or timeout_ns has passed (negative = forever, 0 = poll).
  * Returns GPUOS_OK if it ran, GPUOS_ERR_TIMEOUT if still pending, GPUOS_ERR_TASK_FAILED if the device
  * rejected it (or one it waits for failed; a graph launch: one of its nodes failed), GPUOS_ERR_DEVICE_FAULT

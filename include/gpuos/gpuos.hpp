@@ -170,16 +170,21 @@ class Runtime {
   }
   /// Submits tasks with consecutive tickets; returns the first.
   Ticket submit_batch(std::span<const Task> ts) {
-    std::vector<gpuos_task> c;
-    c.reserve(ts.size());
-    for (const Task& t : ts) c.push_back(t.c());
+    const std::vector<gpuos_task> c = c_tasks(ts);
     Ticket k = 0;
     detail::check(gpuos_submit_batch(rt_, c.data(), c.size(), &k));
     return k;
   }
+  /// Submits tasks in `stream`'s order; the stream's later work waits for all (gpuos_submit_batch_on_stream).
+  void submit_batch_on_stream(std::span<const Task> ts, void* stream) {
+    const std::vector<gpuos_task> c = c_tasks(ts);
+    detail::check(gpuos_submit_batch_on_stream(rt_, c.data(), c.size(), stream));
+  }
   /// Submits a task that runs after every ticket in `after` and, with a lane, after the lane's previous
   /// task (gpuos_submit_after).
   Ticket submit_after(const Task& t, std::span<const Ticket> after, Lane* lane = nullptr);
+  /// The same in `stream`'s order (gpuos_submit_after_on_stream).
+  void submit_after_on_stream(const Task& t, std::span<const Ticket> after, Lane* lane, void* stream);
   /// Waits for a task; false on timeout; throws if it failed or the device faulted.
   bool wait(Ticket t, std::chrono::nanoseconds timeout = std::chrono::nanoseconds(-1)) {
     Status s = gpuos_wait(rt_, t, detail::to_ns(timeout));
@@ -312,6 +317,12 @@ class Runtime {
   gpuos_runtime* handle() const noexcept { return rt_; }
 
  private:
+  static std::vector<gpuos_task> c_tasks(std::span<const Task> ts) {
+    std::vector<gpuos_task> c;
+    c.reserve(ts.size());
+    for (const Task& t : ts) c.push_back(t.c());
+    return c;
+  }
   /// A text the C ABI writes into a buffer (gpuos_diagnose, gpuos_metrics): one call when it fits 64 KiB
   /// (a metrics read has effects: it reads the heap through the ring), asked again with more room when not.
   std::string text_of(gpuos_status (*f)(gpuos_runtime*, char*, size_t, size_t*)) const {
@@ -348,6 +359,11 @@ inline Ticket Runtime::submit_after(const Task& t, std::span<const Ticket> after
   Ticket k = 0;
   detail::check(gpuos_submit_after(rt_, &c, after.data(), after.size(), lane ? lane->handle() : nullptr, &k));
   return k;
+}
+
+inline void Runtime::submit_after_on_stream(const Task& t, std::span<const Ticket> after, Lane* lane, void* stream) {
+  const gpuos_task c = t.c();
+  detail::check(gpuos_submit_after_on_stream(rt_, &c, after.data(), after.size(), lane ? lane->handle() : nullptr, stream));
 }
 
 /// A task graph being built: nodes (tasks) and edges ("to runs after from"). Instantiate it on a runtime

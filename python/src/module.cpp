@@ -513,23 +513,38 @@ NB_MODULE(_gpuos, m) {
           "stream; then it returns None (no ticket: a captured task runs once per replay).")
       .def(
           "submit_after",
-          [](PyRuntime& r, const gpuos::Task& t, const std::vector<std::uint64_t>& after, std::optional<PyLane*> lane) {
+          [](PyRuntime& r, const gpuos::Task& t, const std::vector<std::uint64_t>& after, std::optional<PyLane*> lane,
+             nb::handle stream) -> nb::object {
             gpuos::Lane* l = lane_of(lane);
-            return unlocked([&] { return r.rt().submit_after(t, after, l); });
+            if (!stream.is_none()) {
+              void* st = stream_of(stream);
+              unlocked([&] { r.rt().submit_after_on_stream(t, after, l, st); });
+              return nb::none();
+            }
+            return nb::cast(unlocked([&] { return r.rt().submit_after(t, after, l); }));
           },
-          "task"_a, "after"_a = std::vector<std::uint64_t>{}, "lane"_a = nb::none(),
+          "task"_a, "after"_a = std::vector<std::uint64_t>{}, "lane"_a = nb::none(), "stream"_a = nb::none(),
           "Submits a task that runs once every ticket in `after` (and the lane's previous task) has completed; "
-          "the wait is resolved on the GPU. A task after a failed one fails too, naming the cause.")
+          "the wait is resolved on the GPU. A task after a failed one fails too, naming the cause. With `stream`, "
+          "also in that CUDA stream's order (as submit); then it returns None.")
       .def(
           "try_submit",
           [](PyRuntime& r, const gpuos::Task& t) { return unlocked([&] { return r.rt().try_submit(t); }); }, "task"_a,
-          "Submits unless the queue is full; returns the ticket, or None (nothing submitted).")
+          "Submits unless the queue is full; returns the ticket, or None (nothing submitted). (No stream=: a "
+          "task in a stream's order is submitted when the stream reaches it, never refused for a full queue.)")
       .def(
           "submit_batch",
-          [](PyRuntime& r, const std::vector<gpuos::Task>& ts) {
-            return unlocked([&] { return r.rt().submit_batch(ts); });
+          [](PyRuntime& r, const std::vector<gpuos::Task>& ts, nb::handle stream) -> nb::object {
+            if (!stream.is_none()) {
+              void* st = stream_of(stream);
+              unlocked([&] { r.rt().submit_batch_on_stream(ts, st); });
+              return nb::none();
+            }
+            return nb::cast(unlocked([&] { return r.rt().submit_batch(ts); }));
           },
-          "tasks"_a, "Submits tasks with consecutive tickets; returns the first.")
+          "tasks"_a, "stream"_a = nb::none(),
+          "Submits tasks with consecutive tickets; returns the first. With `stream`, in that CUDA stream's order "
+          "(the stream's later work waits for all of them); then it returns None.")
       .def(
           "wait",
           [](PyRuntime& r, std::uint64_t ticket, std::optional<double> timeout) {
@@ -597,7 +612,10 @@ NB_MODULE(_gpuos, m) {
           [](PyRuntime& r, std::size_t bytes, std::size_t align) {
             return reinterpret_cast<std::uint64_t>(unlocked([&] { return r.rt().alloc(bytes, align); }));
           },
-          "bytes"_a, "align"_a = 16, "Device memory from the runtime's heap; returns its address (an int).")
+          "bytes"_a, "align"_a = 16,
+          "Device memory from the runtime's heap; returns its address (an int). It is usable at once, by any "
+          "stream's later work (so it takes no stream=); free() frees at once: call it after the work that uses "
+          "the block has finished (synchronize its stream first), as for cudaFree.")
       .def(
           "free",
           [](PyRuntime& r, nb::handle p) {

@@ -127,6 +127,19 @@ def test_tasks_on_torch_streams_and_in_a_captured_torch_graph(gpu):
                 w2 = w * 2  # torch, after the last launch
             s.synchronize()
         assert torch.all(v == 10.0) and torch.all(w == 55.0) and torch.all(w2 == 110.0)
+        # A batch and a task after a ticket on the stream: torch's next op waits for all of them.
+        ys = torch.zeros(20, n, device="cuda")
+        z = torch.zeros(n, device="cuda")
+        torch.cuda.synchronize()
+        t0 = rt.submit(gpuos.ops.fill(z, 3.0))
+        with torch.cuda.stream(s):
+            for k in range(1, 11):
+                x.fill_(float(k))
+                assert rt.submit_batch([gpuos.ops.axpy(ys[i], 1.0, x) for i in range(20)], stream=s) is None
+                assert rt.submit_after(gpuos.ops.axpy(z, 1.0, x), after=[t0], stream=s) is None
+            total = ys.sum(dim=1)  # torch, after the last batch
+        s.synchronize()
+        assert torch.all(total == 55.0 * n) and torch.all(z == 58.0)
 
 
 def test_a_gpuos_operator_as_a_torch_custom_op_eager_and_in_a_captured_graph(gpu):

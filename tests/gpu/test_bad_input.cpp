@@ -174,7 +174,8 @@ std::string dir_tag_source(int factor) {
 }
 /// As an editor saves: a temporary file renamed into place.
 void save_file(const std::filesystem::path& p, const std::string& text) {
-  const std::filesystem::path tmp = p.parent_path() / ("." + p.filename().string() + ".tmp");
+  std::filesystem::path tmp = p;
+  tmp += ".tmp";  // not *.cu: the watcher ignores it until the rename
   std::ofstream(tmp) << text;
   std::filesystem::rename(tmp, p);
 }

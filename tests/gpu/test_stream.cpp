@@ -162,3 +162,37 @@ TEST_CASE("a graph launched on a stream runs in its order, directly and captured
   GPUOS_CU_TRY(drv().cuGraphExecDestroy(cge));
   GPUOS_CU_TRY(drv().cuGraphDestroy(cg));
 }
+
+TEST_CASE("a batch and a task after tickets on a stream: the stream's later work waits for all of them") {
+  constexpr std::size_t n = 1 << 16;
+  constexpr int kTasks = 40;  // more than a dependency slot holds: the signal joins them through a tree
+  constexpr int kRounds = 50;
+  test::DeviceBuffer x(n), ys(n * kTasks), z(n), snaps(n * kTasks * 2);
+  ys.upload(std::vector<float>(n * kTasks, 0.0f));
+  z.upload(std::vector<float>(n, 0.0f));
+  support::Stream s;
+  Runtime rt(Options().with_sm_budget(16));
+  Lane lane(rt);
+  std::vector<Task> batch;
+  for (int i = 0; i < kTasks; ++i) batch.push_back(ops::axpy(ys.get() + i * n, 1.0f, x.get(), n));
+  const Ticket before = rt.submit(ops::fill(z.get(), 5.0f, n));
+  for (int k = 1; k <= kRounds; ++k) {
+    GPUOS_CU_TRY(drv().cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(x.get()), bits_of(static_cast<float>(k)), n, s.get()));
+    rt.submit_batch_on_stream(batch, s.get());  // every ys[i] += k
+    const Ticket after[] = {before};
+    rt.submit_after_on_stream(ops::axpy(z.get(), 1.0f, x.get(), n), after, &lane, s.get());  // z += k
+    if (k == kRounds)
+      GPUOS_CU_TRY(drv().cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(snaps.get()), reinterpret_cast<CUdeviceptr>(ys.get()),
+                                           n * kTasks * sizeof(float), s.get()));
+  }
+  s.sync();
+  const float sum = static_cast<float>(kRounds * (kRounds + 1) / 2);
+  const std::vector<float> h = snaps.download(n * kTasks), hz = z.download();
+  CHECK(std::count(h.begin(), h.end(), sum) == static_cast<long>(n * kTasks));
+  CHECK(std::count(hz.begin(), hz.end(), 5.0f + sum) == static_cast<long>(n));
+  CHECK(rt.stats().failed == 0);
+  std::vector<Task> none;
+  CHECK_THROWS_AS(rt.submit_batch_on_stream(none, s.get()), Error);
+  const Ticket never[] = {rt.stats().submitted + 1000};
+  CHECK_THROWS_AS(rt.submit_after_on_stream(ops::nop(), never, nullptr, s.get()), Error);
+}
