@@ -590,9 +590,11 @@ __device__ __forceinline__ uint32_t claim_batch(uint32_t share, uint32_t max_bat
 /// puts it there (whoever got the record rather than a board value). All threads call it.
 ///
 /// What a block pays per task, not per tile, is what lets a large task stream at the memory's rate:
-/// - The first claim is sized from a relaxed read of the claim word (a hint: taking more than is left
-///   is harmless, the claim gets what there was): (tiles left) / (spread x grid), at least 1, at most
-///   `max_batch` (kClaimSpread, kMaxBatch); every later one from what the previous claim saw.
+/// - The first claim is sized from the tiles left (the block that armed the task knows them; a record
+///   from the ring or a chain reads the claim word, relaxed, a hint: taking more than is left is
+///   harmless, the claim gets what there was; a helper from the board takes one): (tiles left) /
+///   (spread x grid), at least 1, at most `max_batch` (kClaimSpread, kMaxBatch); every later one from
+///   what the previous claim saw.
 /// - The block that got the record puts a multi-tile task on the board before its own first claim, so
 ///   helpers join one claim's round trip sooner.
 /// - Only the first claim needs acquire (it must see the payload the record was armed with). While this
@@ -646,8 +648,14 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
   }
   const bool in_hand = owned && tiles == 1;  // the single tile is this block's: no claim
   if (threadIdx.x == 0 && !in_hand) {
-    // Relaxed: a hint only (a stale lap's word sizes the claim wrongly, nothing else).
-    const int32_t hint = claim_remaining(dev_ref<uint64_t>(e.claim).load(cuda::memory_order_relaxed));
+    // The tiles left, to size the first claim and to decide the board insert: known to the block that
+    // armed the word just now; read for a record from the ring or a chain (relaxed: a hint only, a stale
+    // lap's word sizes the claim wrongly, nothing else); not read by a helper that found the task on the
+    // board (it inserts nothing, and its first claim takes one tile: the later ones are sized from what
+    // that claim saw), which saves that L2 round trip before the helper's first tile.
+    const int32_t hint = owned        ? static_cast<int32_t>(tiles)
+                         : may_insert ? claim_remaining(dev_ref<uint64_t>(e.claim).load(cuda::memory_order_relaxed))
+                                      : 0;
     if (hint > 1 && may_insert) {
       const uint64_t v = reinterpret_cast<uint64_t>(&e);
       inserted = board_insert(p, v, slot);

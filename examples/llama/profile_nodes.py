@@ -8,11 +8,12 @@ from llama_engine import Engine
 model_dir, R = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1
 opts = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
 ops_dir = opts.pop("ops_dir", None)
+only = opts.pop("points", None)  # e.g. [82]: just the whole step
 with gpuos.Runtime(**opts) as rt:
     eng = Engine(rt, model_dir, slots=8, max_pos=256, **({"ops_dir": ops_dir} if ops_dir else {}))
     L = eng.cfg.layers
     rows = [(1, 40 + i, i, 0.0, 0) for i in range(R)]
-    points = list(range(1, 12)) + [1 + 5 * l for l in range(3, L + 1)] + [2 + 5 * L]
+    points = only or list(range(1, 12)) + [1 + 5 * l for l in range(3, L + 1)] + [2 + 5 * L]
     res = {}
     for n in points:
         eng.graph(R, n)
