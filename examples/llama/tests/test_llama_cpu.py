@@ -132,3 +132,75 @@ def test_scheduler_refuses_what_does_not_fit_and_reports_a_failed_step():
     assert s.failed and "TimeoutError" in s.failed
     with pytest.raises(RuntimeError):
         s.submit(Request([1], 1, 0.0, 0))
+
+
+class FakeRuntime:
+    def metrics(self):
+        return "# HELP gpuos_tasks_completed_total Tasks completed.\ngpuos_tasks_completed_total 7\n"
+
+
+class FakeOps:
+    def stats(self):
+        return {"loads": 6, "failures": 1, "removals": 0, "generation": 3, "failing": 0, "watching": True}
+
+
+def test_http_completions_health_and_metrics():
+    import http.client
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from server import Scheduler, make_handler
+
+    eng = FakeEngine()
+    sched = Scheduler(eng)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(sched, FakeRuntime(), FakeOps(), vocab=97))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    port = httpd.server_address[1]
+
+    def call(method, path, body=None):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request(method, path, body=json.dumps(body) if body is not None else None,
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        return r.status, r.getheader("Content-Type"), r.read().decode()
+
+    try:
+        assert call("GET", "/health")[0] == 200
+        st, _, text = call("POST", "/v1/completions", {"prompt": [5, 6, 7], "max_tokens": 4})
+        out = json.loads(text)
+        want, tok, pos = [], 7, 2
+        for _ in range(4):
+            tok = (tok + pos) % 97
+            want.append(tok)
+            pos += 1
+        assert st == 200 and out["choices"][0]["token_ids"] == want
+        assert out["usage"] == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+        st, ctype, text = call("POST", "/v1/completions", {"prompt": [5, 6, 7], "max_tokens": 4, "stream": True})
+        events = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+        assert st == 200 and ctype == "text/event-stream" and events[-1] == "[DONE]"
+        assert [json.loads(e)["choices"][0]["token_ids"][0] for e in events[:-1]] == want
+        st, _, text = call("POST", "/v1/completions", {"prompt": "ab", "max_tokens": 1})
+        assert st == 400 and "token ids in [0, 97)" in text  # 'a' is 97: outside this vocabulary
+        assert call("POST", "/v1/completions", {"prompt": [], "max_tokens": 1})[0] == 400
+        assert call("POST", "/v1/completions", {"prompt": [1], "max_tokens": 0})[0] == 400
+        assert call("POST", "/v1/completions", {"prompt": [1], "max_tokens": 100})[0] == 400  # past max_pos
+        assert call("GET", "/nowhere")[0] == 404
+        st, ctype, text = call("GET", "/metrics")
+        assert st == 200 and ctype.startswith("text/plain")
+        assert "gpuos_tasks_completed_total 7" in text
+        assert "llama_server_requests_completed_total 2" in text
+        assert "llama_server_operator_refused_total 1" in text and "llama_server_up 1" in text
+
+        def broken(rows):
+            raise RuntimeError("GPUOS_ERR_DEVICE_FAULT: an illegal address")
+
+        eng.step = broken
+        st, _, text = call("POST", "/v1/completions", {"prompt": [1, 2], "max_tokens": 2})
+        assert st == 500 and "illegal address" in text  # the request in flight gets the error
+        st, _, text = call("GET", "/health")
+        assert st == 503 and "illegal address" in text
+        assert call("POST", "/v1/completions", {"prompt": [1], "max_tokens": 1})[0] == 503
+        assert "llama_server_up 0" in call("GET", "/metrics")[2]
+    finally:
+        httpd.shutdown()
+        sched.stop()
