@@ -454,6 +454,16 @@ GPUOS_API const char* gpuos_build_info(void);
 
 #ifdef __cplusplus
 }
+/* The ABI's structs on LP64 (Linux x86-64 and aarch64): a layout change is an ABI change. */
+static_assert(sizeof(gpuos_options) == 72, "ABI");
+static_assert(sizeof(gpuos_task) == 24, "ABI");
+static_assert(sizeof(gpuos_stats) == 48, "ABI");
+static_assert(sizeof(gpuos_heap_stats) == 120, "ABI");
+static_assert(sizeof(gpuos_device_info) == 304, "ABI");
+static_assert(sizeof(gpuos_generation) == 88, "ABI");
+static_assert(sizeof(gpuos_op_info) == 1384, "ABI");
+static_assert(sizeof(gpuos_ops_dir_event) == 120, "ABI");
+static_assert(sizeof(gpuos_ops_dir_stats) == 40, "ABI");
 #endif
 
 #endif /* GPUOS_GPUOS_H */
