@@ -5,10 +5,14 @@
 #   scripts/gpu_run.sh OUT_DIR [BUILD_DIR] [PART...]
 #
 # PART: tests (every GPU suite binary), run (gpuos run --ops-dir examples/ops), dispatch, throughput,
-# graph, sharing, large, hotpatch, alloc, module; default: tests run dispatch throughput graph sharing large
-# hotpatch.
+# graph, sharing, large, hotpatch, alloc, module, python (the Python package's pytest suite and the Llama
+# example's), llama (the Llama example's server under load with operators swapped, tiny weights); default:
+# tests run dispatch throughput graph sharing large hotpatch.
 # Environment: REPEAT (runs of each test binary, default 1), STEP_TIMEOUT (seconds per step, default 300),
-# BENCH_ARGS_<part> (extra arguments of that benchmark, e.g. BENCH_ARGS_large="--sizes 67108864").
+# BENCH_ARGS_<part> (extra arguments of that benchmark, e.g. BENCH_ARGS_large="--sizes 67108864"); for
+# python and llama: WHEEL (the package built elsewhere, `pip wheel --no-deps .`, for this machine's
+# Python), PYTHON (default python3, which needs pytest, and for the GPU tests torch, transformers and
+# safetensors).
 # Logs and JSON go to OUT_DIR/logs, packed into OUT_DIR/logs.tar.gz; a summary line per step goes to
 # OUT_DIR/summary.txt (and stdout). Exit status: 0 when every step passed (a benchmark passes when it met
 # every target).
@@ -97,6 +101,29 @@ for part in "${parts[@]}"; do
       step "bench_$part" "$logs/bench_$part.log" "$build/bench/bench_$part" --json "$logs/bench_$part.json" ${!extra_var:-}
       # A benchmark's verdicts: one TARGET line per target, CHECK lines, the RESULT line.
       grep -E "^(TARGET|CHECK|RESULT)" "$logs/bench_$part.log" | sed 's/^/    /' >>"$summary" ;;
+    python|llama)
+      py=${PYTHON:-python3}
+      site=$out/site
+      if [ ! -d "$site" ]; then
+        if [ -z "${WHEEL:-}" ]; then
+          echo "gpu_run: part $part needs WHEEL=path/to/gpuos-*.whl" | tee -a "$summary"
+          status=1
+          continue
+        fi
+        step "pip install the wheel" "$logs/pip_install.log" "$py" -m pip install -q --no-deps --target "$site" "$WHEEL" ||
+          continue
+      fi
+      if [ "$part" = python ]; then
+        # From the tests' folders, so that `import gpuos` is the installed package (as scripts/test.sh).
+        step "pytest python/tests" "$logs/pytest_python.log" \
+          bash -c "cd python/tests && PYTHONPATH='$site' '$py' -m pytest -q -rs -p no:cacheprovider ."
+        step "pytest examples/llama" "$logs/pytest_llama.log" \
+          bash -c "cd examples/llama/tests && PYTHONPATH='$site' '$py' -m pytest -q -rs -p no:cacheprovider ."
+      else
+        step "llama serve_check (tiny)" "$logs/llama_serve_check.log" \
+          bash -c "export PYTHONPATH='$site':examples/llama && '$py' examples/llama/make_weights.py '$out/tiny' --preset tiny &&
+                   '$py' examples/llama/serve_check.py '$out/tiny' --json '$logs/llama_serve_check.json'"
+      fi ;;
     *) echo "gpu_run: unknown part '$part'" | tee -a "$summary"; status=1 ;;
   esac
 done
