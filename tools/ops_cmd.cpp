@@ -163,6 +163,7 @@ void OpsDir::on_event(void* self_v, const gpuos_ops_dir_event* ev) {
 }
 
 void OpsDir::write_status() {
+  std::lock_guard<std::mutex> lock(status_mu_);
   std::string s;
   char buf[512];
   for (const auto& r : rt_.list_ops()) {

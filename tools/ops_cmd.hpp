@@ -4,9 +4,9 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gpuos/gpuos.hpp"
@@ -65,7 +65,10 @@ class OpsDir {
 
   Runtime& rt_;
   std::string path_;
-  bool booted_ = false;  // the loads at open are summarized once, not logged one by one
+  // The loads at open are summarized once, not logged one by one. Read by the watching thread, which
+  // starts inside dir_'s construction, before the constructor sets it.
+  std::atomic<bool> booted_{false};
+  std::mutex status_mu_;  // the constructor and the watching thread both write the status file
   std::unique_ptr<gpuos::OpsDir> dir_;
 };
 
