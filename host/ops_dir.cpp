@@ -18,6 +18,14 @@ namespace {
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+/// Sources of the runtime whose latest version does not serve: none of their versions loaded, or a
+/// later one was refused.
+uint32_t failing_sources(const std::vector<gpuos_op_info>& ops) {
+  uint32_t n = 0;
+  for (const gpuos_op_info& o : ops) n += (o.kind == GPUOS_OP_KIND_FAILED || o.error[0]) ? 1u : 0u;
+  return n;
+}
 }  // namespace
 
 OpsDir::OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms, Callback cb, void* user)
@@ -37,9 +45,10 @@ OpsDir::OpsDir(Runtime& rt, std::string dir, unsigned debounce_ms, Callback cb, 
   generation_ = g.number;
   loads_ = paths.size() - errors.size();
   failures_ = errors.size();
-  failing_ = static_cast<uint32_t>(errors.size());
+  const std::vector<gpuos_op_info> ops = rt_.list_ops();
+  failing_ = failing_sources(ops);
   std::set<std::string> failed_sources;
-  for (const gpuos_op_info& o : rt_.list_ops())
+  for (const gpuos_op_info& o : ops)
     if (o.kind == GPUOS_OP_KIND_FAILED) {
       failed_sources.insert(o.source);
       report(GPUOS_OPS_DIR_FAILED, o.source, nullptr, o.error, 0.0);
@@ -107,9 +116,7 @@ void OpsDir::loop() {
         ++failures_;
         report(GPUOS_OPS_DIR_FAILED, p, nullptr, e.what(), ms_since(t0));
       }
-      uint32_t n = 0;
-      for (const gpuos_op_info& o : rt_.list_ops()) n += (o.kind == GPUOS_OP_KIND_FAILED || o.error[0]) ? 1u : 0u;
-      failing_ = n;
+      failing_ = failing_sources(rt_.list_ops());
     }
   }
 }

@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -30,7 +29,6 @@ class OpsDir {
   OpsDir& operator=(const OpsDir&) = delete;
 
   gpuos_ops_dir_stats stats() const;
-  const std::string& dir() const { return dir_; }
 
  private:
   void loop();

@@ -397,7 +397,7 @@ typedef struct gpuos_ops_dir_stats {
   uint64_t failures;   /* loads refused */
   uint64_t removals;   /* files removed */
   uint64_t generation; /* the generation of the last load or removal */
-  uint32_t failing;    /* sources whose latest version does not serve now */
+  uint32_t failing;    /* sources of the runtime whose latest version does not serve now */
   uint32_t watching;   /* 1 while the directory is watched */
 } gpuos_ops_dir_stats;
 
