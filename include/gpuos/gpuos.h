@@ -157,7 +157,8 @@ GPUOS_API gpuos_status gpuos_submit_after(gpuos_runtime* rt, const gpuos_task* t
 /* gpuos_submit_batch and gpuos_submit_after in a CUDA stream's order, as gpuos_submit_on_stream (n >= 1):
  * one host function submits the tasks when the stream reaches it, and the stream's later work waits for
  * all of them. The tickets in `after` must have been issued before the call; the lane's previous task is
- * the one it has when the stream reaches the call. No ticket is returned. */
+ * the one it has when the stream reaches the call, so the lane must not be destroyed before the stream
+ * has reached it (synchronize the stream first). No ticket is returned. */
 GPUOS_API gpuos_status gpuos_submit_batch_on_stream(gpuos_runtime* rt, const gpuos_task* tasks, size_t n,
                                                     void* stream);
 GPUOS_API gpuos_status gpuos_submit_after_on_stream(gpuos_runtime* rt, const gpuos_task* task, const uint64_t* after,

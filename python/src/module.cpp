@@ -526,7 +526,8 @@ NB_MODULE(_gpuos, m) {
           "task"_a, "after"_a = std::vector<std::uint64_t>{}, "lane"_a = nb::none(), "stream"_a = nb::none(),
           "Submits a task that runs once every ticket in `after` (and the lane's previous task) has completed; "
           "the wait is resolved on the GPU. A task after a failed one fails too, naming the cause. With `stream`, "
-          "also in that CUDA stream's order (as submit); then it returns None.")
+          "also in that CUDA stream's order (as submit); then it returns None, and the lane must stay alive "
+          "until the stream has reached the task.")
       .def(
           "try_submit",
           [](PyRuntime& r, const gpuos::Task& t) { return unlocked([&] { return r.rt().try_submit(t); }); }, "task"_a,
