@@ -10,12 +10,15 @@ A 32-token random prompt, then `--new` greedy tokens. Measured in this order, ea
    token with the argmax inside the graph (falls back to torch.compile(mode="reduce-overhead"));
 4. gpuos (examples/llama): the step graph per token, batch 1, 4 and 8 (one sequence per row).
 Each is also given as a fraction of the bandwidth bound: weight bytes read per token / the bandwidth of 1.
+The targets (faster than the CUDA graph, >= 70% of the bound at batch 1) end as TARGET lines and a
+RESULT line; exit status 0 when both are met, 4 when not (bench/README.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import torch
@@ -132,7 +135,7 @@ def gpuos_decode(model_dir: str, batches: list[int], prompt_len: int, new: int, 
     return res
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model_dir")
     ap.add_argument("--json")
@@ -174,12 +177,32 @@ def main() -> None:
     for k in ("transformers_eager_static_ms", "cuda_graph_ms", "gpuos_ms"):
         if r.get(k):
             r[k.replace("_ms", "_fraction_of_bound")] = bound_ms / r[k]
+    r["verdicts"] = verdicts(r)
     text = json.dumps(r, indent=1, default=str)
     if a.json:
         with open(a.json, "w") as f:
             f.write(text)
     print(text)
+    for v in r["verdicts"]:
+        print(f"TARGET {'PASS' if v['met'] else 'MISS'}  {v['what']} = {v['value']} (target {v['rule']})")
+    met = all(v["met"] for v in r["verdicts"])
+    print(f"RESULT bench_decode: {'every target met' if met else 'a target missed or not measured'}")
+    return 0 if met else 4  # the exit statuses of bench/README.md
+
+
+def verdicts(r: dict) -> list[dict]:
+    """The issue's targets at batch 1: faster than the CUDA-graph baseline of the same run, and at least
+    70% of the bandwidth bound. A target whose numbers were not measured is not met."""
+    g, cg = r.get("gpuos_ms"), r.get("cuda_graph_ms")
+    speedup = cg / g if g and cg else None
+    frac = r.get("gpuos_fraction_of_bound")
+    return [
+        {"what": "CUDA graph ms / gpuos ms per token, batch 1", "rule": "> 1", "value": speedup,
+         "met": speedup is not None and speedup > 1.0},
+        {"what": "gpuos fraction of the bandwidth bound, batch 1", "rule": ">= 0.70", "value": frac,
+         "met": frac is not None and frac >= 0.70},
+    ]
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
