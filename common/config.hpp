@@ -46,6 +46,10 @@ enum class Kind { flag, integer, bytes, choice, path };
     "Mapped pinned memory for graph launches' argument updates, allocated at boot: a launch's updates "    \
     "(96 bytes a node) wait there until it has run; launches wait for room, and more than this at once "  \
     "is refused.")                                                                                          \
+  X(graph_placed, "GPUOS_GRAPH_PLACED", flag, 0, 1, "", "1",                                              \
+    "1: an instance's tiles are placed on the worker blocks at instantiation and a launch runs them in "   \
+    "place, waiting on counters (one placed launch at a time; others meanwhile run unplaced); 0: every "   \
+    "launch hands its ready nodes out at run time.")                                                       \
   X(trace, "GPUOS_TRACE", flag, 0, 1, "", "0",                                                             \
     "1: the front end records every poll that found work in a flight recorder (device memory) that "       \
     "gpuos_diagnose summarizes. Diagnostics; slows the front end slightly.")                               \

@@ -11,7 +11,7 @@ std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / 
 
 }  // namespace
 
-GraphLayout graph_layout(const GraphPlan& plan) {
+GraphLayout graph_layout(const GraphPlan& plan, const Placement* place) {
   const std::uint64_t n = plan.indeg.size();
   GraphLayout l;
   l.recs = sizeof(abi::GraphExec);
@@ -21,18 +21,23 @@ GraphLayout graph_layout(const GraphPlan& plan) {
   l.items = align_up(l.roots + plan.roots.size() * sizeof(std::uint32_t), 8);
   l.batches = align_up(l.items + n * sizeof(std::uint64_t), alignof(abi::ReadyBatch));
   // A ready batch holds two records or more, and a node is made ready once per launch.
-  l.bytes = l.batches + (n / 2 + 1) * sizeof(abi::ReadyBatch);
+  l.role_off = l.batches + (n / 2 + 1) * sizeof(abi::ReadyBatch);
+  // Items are copied 16 bytes at a time (cp.async): each on its own 32-byte boundary.
+  l.pitems = align_up(l.role_off + (place ? (place->roles + 1) * sizeof(std::uint32_t) : 0), sizeof(abi::PlacedItem));
+  l.pwaits = l.pitems + (place ? place->items.size() * sizeof(abi::PlacedItem) : 0);
+  l.pnodes = align_up(l.pwaits + (place ? place->waits.size() * sizeof(abi::PlacedWait) : 0), 8);
+  l.bytes = l.pnodes + (place ? n * sizeof(abi::PlacedNode) : 0);
   for (std::uint64_t v = 0; v < n; ++v) l.nsinks += plan.succ_off[v + 1] == plan.succ_off[v];
   return l;
 }
 
 std::vector<unsigned char> graph_image(const GraphPlan& plan, const std::vector<abi::Payload>& payloads,
-                                       std::uint64_t base) {
+                                       std::uint64_t base, const Placement* place) {
   const std::uint32_t n = static_cast<std::uint32_t>(plan.indeg.size());
   if (payloads.size() != n) fail(GPUOS_ERR_INTERNAL, "graph image: payloads do not match the plan");
   if (base % alignof(abi::TaskRecord)) fail(GPUOS_ERR_INTERNAL, "graph image: the block is not 256-byte aligned");
   static_assert(abi::kSuccNodeBits >= 20, "node ids (< kMaxGraphNodes) fit a successor word");
-  const GraphLayout l = graph_layout(plan);
+  const GraphLayout l = graph_layout(plan, place);
   std::vector<unsigned char> img(l.bytes, 0);
   auto at = [&](std::uint64_t off) { return img.data() + off; };
 
@@ -46,6 +51,16 @@ std::vector<unsigned char> graph_image(const GraphPlan& plan, const std::vector<
   x.shape.roots = base + l.roots;
   x.shape.items = base + l.items;
   x.shape.batches = base + l.batches;
+  if (place && place->roles > 0) {
+    x.shape.roles = place->roles;
+    x.shape.role_off = base + l.role_off;
+    x.shape.pitems = base + l.pitems;
+    x.shape.pwaits = base + l.pwaits;
+    x.shape.pnodes = base + l.pnodes;
+    std::memcpy(at(l.role_off), place->role_off.data(), place->role_off.size() * sizeof(std::uint32_t));
+    std::memcpy(at(l.pitems), place->items.data(), place->items.size() * sizeof(abi::PlacedItem));
+    std::memcpy(at(l.pwaits), place->waits.data(), place->waits.size() * sizeof(abi::PlacedWait));
+  }
   std::memcpy(at(0), &x, sizeof(x));
 
   for (std::uint32_t v = 0; v < n; ++v) {

@@ -1,6 +1,8 @@
 #include "host/graphs.hpp"
 
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "common/error.hpp"
 #include "common/wait.hpp"
@@ -51,8 +53,15 @@ void check_operators(const AcceptTable& accept, const std::vector<abi::Payload>&
 }  // namespace
 
 Graphs::Graphs(CUcontext ctx, const common::Config& cfg, Submitter& sub, ResidentKernel& kernel, HeapClient* heap,
-               const AcceptTable& accept)
-    : ctx_(ctx), sub_(sub), kernel_(kernel), heap_(heap), accept_(accept), staging_(cfg.graph_staging) {
+               const AcceptTable& accept, std::function<std::uint32_t()> grid)
+    : ctx_(ctx),
+      sub_(sub),
+      kernel_(kernel),
+      heap_(heap),
+      accept_(accept),
+      grid_(std::move(grid)),
+      placed_(cfg.graph_placed),
+      staging_(cfg.graph_staging) {
   CtxScope scope(ctx_);
   try {
     GPUOS_CU_TRY(drv().cuStreamCreate(&copy_, CU_STREAM_NON_BLOCKING));
@@ -148,10 +157,19 @@ GraphInstance* Graphs::instantiate(const Graph& g) {
     resolved[v].op = static_cast<std::uint16_t>(slot);
     e->sent_op[v] = static_cast<std::uint16_t>(slot);
   }
-  const GraphLayout layout = graph_layout(plan);
+  // Placed on the worker blocks (all but the front end's) of the grid as it is now; a launch on a grid
+  // with fewer workers than the placement's roles runs unplaced.
+  std::optional<Placement> place;
+  if (const std::uint32_t grid = grid_(); placed_ && grid > 1) {
+    std::vector<std::uint32_t> tiles(n);
+    for (std::uint32_t v = 0; v < n; ++v) tiles[v] = e->payloads[v].tiles;
+    place = place_graph(plan, tiles, grid - 1);
+  }
+  const Placement* pl = place ? &*place : nullptr;
+  const GraphLayout layout = graph_layout(plan, pl);
   e->block = heap_alloc(layout.bytes);
   try {
-    const std::vector<unsigned char> image = graph_image(plan, resolved, reinterpret_cast<std::uint64_t>(e->block));
+    const std::vector<unsigned char> image = graph_image(plan, resolved, reinterpret_cast<std::uint64_t>(e->block), pl);
     CtxScope scope(ctx_);
     GPUOS_CU_TRY(drv().cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(e->block), image.data(), image.size(), copy_));
     GPUOS_CU_TRY(drv().cuStreamSynchronize(copy_));

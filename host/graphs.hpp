@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,8 +46,9 @@ class Graphs {
  public:
   /// Allocates the staging ring (GPUOS_GRAPH_STAGING) and a copy stream in `ctx`: before the kernel's
   /// first launch.
+  /// `grid`: the resident kernel's grid now (an instance is placed on its worker blocks).
   Graphs(CUcontext ctx, const common::Config& cfg, Submitter& sub, ResidentKernel& kernel, HeapClient* heap,
-         const AcceptTable& accept);
+         const AcceptTable& accept, std::function<std::uint32_t()> grid);
   ~Graphs();
   Graphs(const Graphs&) = delete;
   Graphs& operator=(const Graphs&) = delete;
@@ -87,6 +89,8 @@ class Graphs {
   ResidentKernel& kernel_;
   HeapClient* heap_;
   const AcceptTable& accept_;
+  const std::function<std::uint32_t()> grid_;
+  const bool placed_;  // GPUOS_GRAPH_PLACED
   CUstream copy_ = nullptr;
   unsigned char* staging_mem_ = nullptr;  // mapped pinned; the device reads it at the same address
 

@@ -67,7 +67,8 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
     heap_ = std::make_unique<HeapClient>(opts_, dev_.info, boot.module, kernel_->stream());
     kernel_->set_heap(heap_->control());
     gens_ = std::make_unique<Generations>(ctx_, opts_, dev_.info, cfg_, registry_, *kernel_, *submitter_, run_);
-    graphs_ = std::make_unique<Graphs>(ctx_, cfg_, *submitter_, *kernel_, heap_.get(), registry_.accept());
+    graphs_ = std::make_unique<Graphs>(ctx_, cfg_, *submitter_, *kernel_, heap_.get(), registry_.accept(),
+                                       [this] { return images_->current_grid(); });
     kernel_->control().launch();
     monitor_ = std::make_unique<Monitor>(ctx_, *kernel_, run_, [this] { return gens_->switches(); },
                                          std::chrono::microseconds(opts_.slice_us), std::chrono::microseconds(opts_.park_us));

@@ -81,6 +81,21 @@ __device__ __forceinline__ void copy_async16(void* smem_dst, const void* src) {
   *static_cast<uint4*>(smem_dst) = *static_cast<const uint4*>(src);
 #endif
 }
+/// An 8-byte copy into shared memory, through L1 (for data that never changes while an instance lives).
+__device__ __forceinline__ void copy_async8(void* smem_dst, const void* src) {
+#if __CUDA_ARCH__ >= 800
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(d), "l"(src) : "memory");
+#else
+  *static_cast<uint2*>(smem_dst) = *static_cast<const uint2*>(src);
+#endif
+}
+/// A placed node's {done, bad} in one relaxed device-scope read.
+__device__ __forceinline__ uint2 load_relaxed_u32x2(const void* p) {
+  uint2 v;
+  asm volatile("ld.relaxed.gpu.global.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ void wait_async() {
 #if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_all;" ::: "memory");
@@ -88,7 +103,7 @@ __device__ __forceinline__ void wait_async() {
 }
 
 // ---- per-block shared state ----------------------------------------------------------------------
-enum Action : uint32_t { kIdle, kRunOwn, kHelp, kRunNext, kRunChain, kRunTaken, kSpecial, kExit };
+enum Action : uint32_t { kIdle, kRunOwn, kHelp, kRunNext, kRunChain, kRunTaken, kSpecial, kGang, kExit };
 
 /// Graph nodes made ready at once (a node's successors, a launch's roots) go out in rounds of this many.
 inline constexpr uint32_t kReadyRound = GPUOS_BLOCK_THREADS;
@@ -512,6 +527,41 @@ __device__ __noinline__ void graph_start(const LaunchParams& p, BlockShared& sh,
     __syncthreads();
     return;
   }
+  // Placed, when the instance has a placement that fits the grid's workers and no other placed launch
+  // runs (one at a time: the roles of two could hold every block between them, each waiting on the other's).
+  if (threadIdx.x == 0) {
+    uint32_t placed = g.roles != 0 && g.roles < gridDim.x;
+    if (placed) {
+      uint32_t none = 0;
+      placed = dev_ref<uint32_t>(p.state->gang_busy).compare_exchange_strong(none, 1u, cuda::memory_order_acquire);
+    }
+    sh.valid = placed;
+  }
+  __syncthreads();
+  if (sh.valid) {
+    // Every node's scratch starts at 0 (no tile of the instance runs until the roles start, below).
+    for (uint32_t v = threadIdx.x; v < g.nodes; v += blockDim.x) recs[v].scratch = 0.0;
+    if (threadIdx.x == 0) {
+      x.run.launch = reinterpret_cast<uint64_t>(&l);
+      x.run.cause = 0;
+      x.run.ticket = ticket;
+      x.run.launches += 1;
+      x.run.placed += 1;
+      x.run.launcher = blockIdx.x;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      // The updates, the scratch and the launch's words (every thread's, ordered by the barrier) before
+      // the gang's number, which worker blocks poll.
+      DeviceState& s = *p.state;
+      cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+      dev_ref<uint64_t>(s.gang_exec).store(reinterpret_cast<uint64_t>(&x), cuda::memory_order_relaxed);
+      const uint64_t seq = dev_ref<uint64_t>(s.gang_seq).load(cuda::memory_order_relaxed);
+      dev_ref<uint64_t>(s.gang_seq).store(seq + 1, cuda::memory_order_release);
+    }
+    __syncthreads();
+    return;
+  }
   if (threadIdx.x == 0) {
     x.run.launch = reinterpret_cast<uint64_t>(&l);
     x.run.cause = 0;
@@ -769,6 +819,25 @@ __device__ __forceinline__ void copy_record(TaskRecord& d, const TaskRecord& e) 
   if (i != ~0u) o[i] = w[i];
 }
 
+/// What a block running a role of a placed launch keeps in shared memory (run_role): item i's header in
+/// item[i % 3] (two ahead), its node's payload and first waits in payload[i % 2] and wait[i % 2] (one ahead),
+/// all prefetched while the item before runs.
+inline constexpr uint32_t kRoleWaits = 4;  // waits prefetched per item (more are read when needed)
+struct RoleShared {
+  PlacedItem item[3];
+  Payload payload[2];
+  PlacedWait wait[2][kRoleWaits];
+  uint64_t recs, pitems, pwaits, pnodes, ticket, exec;
+  uint32_t k;          // the launch's number (GraphRun::placed)
+  uint32_t nsinks;
+  uint32_t begin, end;  // the role's items
+  uint32_t skip;        // the running item does not run (a predecessor failed or did not run)
+  uint32_t last;        // this block completes the running item's node
+  uint32_t bad_local;   // a node this role completed in this launch failed or did not run
+};
+static_assert(offsetof(RoleShared, item) % 16 == 0 && offsetof(RoleShared, payload) % 16 == 0);
+static_assert(sizeof(RoleShared) <= 2 * sizeof(TaskRecord));
+
 /// A worker block's own shared memory: its loop's state (thread 0's) and its continuations' records.
 /// The loop's state lives here rather than in registers: with run_continuations reachable from the
 /// loop, the compiler kept it on the stack, and a local-memory load right after an acquire fence (which
@@ -777,11 +846,15 @@ __device__ __forceinline__ void copy_record(TaskRecord& d, const TaskRecord& e) 
 struct WorkerShared {
   uint64_t mine;        // the block's own ticket, when `have`
   uint64_t tried_post;  // the last special post this block tried to take (once per post)
+  uint64_t gang_seen;   // the last placed launch (DeviceState::gang_seq) this block looked at
   uint32_t have;
   uint32_t streak;      // continuations the worker's loop started in a row
-  /// The records of the nodes run in turn: the one running and its successor's, prefetched (payload and
-  /// line 1: bytes kPrefetchFrom on; the ticket is written here by the block).
-  TaskRecord rec[2];
+  union {
+    /// run_continuations: the records of the nodes run in turn: the one running and its successor's,
+    /// prefetched (payload and line 1: bytes kPrefetchFrom on; the ticket is written here by the block).
+    TaskRecord rec[2];
+    RoleShared role;  // run_role's
+  };
   ulonglong2 head_post[2];  // DeviceState head and special_post, read with the prefetch into rec[k ^ 1]
   uint64_t handed;          // the record node_done handed the block, for every thread
 };
@@ -893,6 +966,202 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
     ++run;
     fetched = false;
   }
+}
+
+// ---- placed launches ---------------------------------------------------------------------------------
+/// This worker block's role in a placed launch started by block `launcher`: how many workers after it
+/// this block comes (the launcher runs role 0 at once, on its next look at the gang).
+__device__ __forceinline__ uint32_t role_of_block(uint32_t launcher) {
+  const uint32_t workers = gridDim.x - 1;
+  return (blockIdx.x + workers - launcher) % workers;
+}
+
+/// Warp 0: waits until every predecessor item `it` (of launch k) names is complete, each lane polling
+/// its share of them (a node waiting for many polls them all at once, not one round trip after another);
+/// true when one of them failed or did not run. `pre`: its first waits, prefetched; `bad_local`: a node
+/// this role completed failed or did not run in this launch (only then are its own predecessors' marks
+/// read).
+__device__ __forceinline__ bool role_wait(const RoleShared& rs, const PlacedItem& it, const PlacedWait* pre,
+                                          bool bad_local) {
+  const uint32_t k = rs.k;
+  bool skip = false, waited = false;
+  for (uint32_t j = threadIdx.x; j < it.wcount; j += 32) {
+    PlacedWait w;
+    if (j < kRoleWaits) {
+      w = pre[j];
+    } else {
+      const volatile PlacedWait& raw = reinterpret_cast<const PlacedWait*>(rs.pwaits)[it.wbegin + j];
+      w = PlacedWait{raw.node, raw.weight};
+    }
+    const uint32_t u = w.node & ~kPlacedSameRole;
+    PlacedNode* pn = reinterpret_cast<PlacedNode*>(rs.pnodes) + u;
+    if (w.node & kPlacedSameRole) {
+      if (bad_local && reinterpret_cast<volatile PlacedNode*>(pn)->bad == k) skip = true;
+      continue;
+    }
+    const uint32_t target = k * w.weight;
+    uint2 v = load_relaxed_u32x2(pn);
+    for (uint32_t ns = 32; static_cast<int32_t>(v.x - target) < 0; ns = ns < 256 ? 2 * ns : ns) {
+      __nanosleep(ns);
+      v = load_relaxed_u32x2(pn);
+    }
+    waited = true;
+    if (v.y == k) skip = true;
+  }
+  // Acquire, by each lane that saw a count: the predecessors' writes, released before their counts (the
+  // barrier after this passes them on to the block).
+  if (waited) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  return __any_sync(0xffffffffu, skip);
+}
+
+/// Threads 0-11: starts the copies of item i's node's payload and first waits into the role's buffers
+/// i % 2 (its header must be in rs.item[i % 3]).
+__device__ __forceinline__ void role_fetch_node(RoleShared& rs, uint32_t i) {
+  const unsigned tid = threadIdx.x;
+  const PlacedItem& it = rs.item[i % 3];
+  if (tid >= 2 && tid < 8) {
+    const char* src = reinterpret_cast<const char*>(rs.recs) + sizeof(TaskRecord) * it.node + offsetof(TaskRecord, payload);
+    copy_async16(reinterpret_cast<char*>(&rs.payload[i % 2]) + 16 * (tid - 2), src + 16 * (tid - 2));
+  } else if (tid >= 8 && tid < 8 + kRoleWaits && tid - 8 < it.wcount) {
+    copy_async8(&rs.wait[i % 2][tid - 8], reinterpret_cast<const PlacedWait*>(rs.pwaits) + it.wbegin + (tid - 8));
+  }
+}
+/// Threads 0-1: starts the copy of item i's header into rs.item[i % 3].
+__device__ __forceinline__ void role_fetch_item(RoleShared& rs, uint32_t i) {
+  const unsigned tid = threadIdx.x;
+  if (tid < 2)
+    copy_async16(reinterpret_cast<char*>(&rs.item[i % 3]) + 16 * tid,
+                 reinterpret_cast<const char*>(reinterpret_cast<const PlacedItem*>(rs.pitems) + i) + 16 * tid);
+}
+
+/// All threads of worker block r + 1: runs role r of the placed launch of instance `x` (its gang number
+/// seen, with acquire): each item in turn, tiles [first, first + count) of its node through the operator's
+/// plain adapter, after waiting for its predecessors' counts (PlacedNode::done grown by this launch's
+/// share). The block that completes a node (the one holding all its tiles, or the last to count its
+/// tiles) runs its finish function and counts it once more; the last node without a successor completes
+/// the launch and ends the gang.
+///
+/// A step costs the tiles and one barrier when the item waits for nothing (its predecessors ran here):
+/// the next items' headers, payloads and waits are copied into shared memory while the tiles run
+/// (cp.async), and a node completed here whose successors all run here is neither released nor counted
+/// (the barrier orders its writes for this block; the block releases them before anything leaves it).
+/// A node other roles wait for costs a release fence and one atomic; a wait, a poll of the counter until
+/// it has grown, then an acquire fence.
+__device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, void* smem, RoleShared& rs, GraphExec& x) {
+  const unsigned tid = threadIdx.x;
+  if (tid == 0) {
+    const volatile GraphExec& vx = x;
+    rs.exec = reinterpret_cast<uint64_t>(&x);
+    rs.recs = vx.shape.recs;
+    rs.pitems = vx.shape.pitems;
+    rs.pwaits = vx.shape.pwaits;
+    rs.pnodes = vx.shape.pnodes;
+    rs.nsinks = vx.shape.nsinks;
+    rs.k = vx.run.placed;
+    rs.ticket = vx.run.ticket;
+    const volatile uint32_t* off = reinterpret_cast<const volatile uint32_t*>(vx.shape.role_off);
+    const uint32_t role = role_of_block(vx.run.launcher);
+    rs.begin = off[role];
+    rs.end = off[role + 1];
+  }
+  __syncthreads();
+  const uint32_t begin = rs.begin, end = rs.end, k = rs.k;
+  if (begin == end) return;
+  role_fetch_item(rs, begin);
+  wait_async();
+  if (begin + 1 < end) role_fetch_item(rs, begin + 1);
+  __syncthreads();
+  role_fetch_node(rs, begin);
+  wait_async();
+  __syncthreads();
+  PlacedNode* const pnodes = reinterpret_cast<PlacedNode*>(rs.pnodes);
+  uint32_t unreleased = GPUOS_OP_NO_WRITES;  // thread 0's: what the block wrote since its last release
+  bool bad_local = false;                    // every thread's alike
+  for (uint32_t i = begin; i < end; ++i) {
+    const PlacedItem it = rs.item[i % 3];
+    // The next items' words, while this one waits and runs.
+    if (i + 2 < end) role_fetch_item(rs, i + 2);
+    if (i + 1 < end) role_fetch_node(rs, i + 1);
+    bool skip = false;
+    if (!(it.flags & kPlacedNoWait) || bad_local) {
+      if (tid < 32) {
+        const bool sk = role_wait(rs, it, rs.wait[i % 2], bad_local);
+        if (tid == 0) rs.skip = sk;
+      }
+      __syncthreads();
+      skip = rs.skip;
+    }
+    const Payload& pl = rs.payload[i % 2];
+    uint32_t st = kTaskOk;
+    const OpEntry* op = skip ? nullptr : validate(sh, pl, st);
+    TaskRecord& rec = reinterpret_cast<TaskRecord*>(rs.recs)[it.node];
+    const TileCtx ctx{it.first + it.count - 1, pl.tiles, rs.ticket, smem, &rec.scratch};
+    if (op) op->tile(pl.args, ctx, it.count);
+    wait_async();
+    __syncthreads();  // the tiles' writes for the whole block; the next items' words
+    const uint32_t tiles = pl.tiles;
+    const bool whole = it.count == tiles;
+    const bool bad = skip || st != kTaskOk;
+    PlacedNode& pn = pnodes[it.node];
+    bool last = true;
+    if (tid == 0) {
+      unreleased = merge_writes(unreleased, write_flags(op));
+      if (bad) {
+        dev_ref<uint32_t>(pn.bad).store(k, cuda::memory_order_relaxed);
+        unreleased = merge_writes(unreleased, 0u);  // the mark leaves the block like a write
+        if (st != kTaskOk) {
+          uint64_t none = 0;
+          dev_ref<uint64_t>(x.run.cause).compare_exchange_strong(none, (static_cast<uint64_t>(st) << 32) | (it.node + 1),
+                                                                 cuda::memory_order_relaxed);
+        }
+      }
+      if (!whole) {
+        // Count this block's tiles; the block that counts the last ones completes the node.
+        release_flags(unreleased);
+        unreleased = GPUOS_OP_NO_WRITES;
+        const uint32_t old = dev_ref<uint32_t>(pn.done).fetch_add(it.count, cuda::memory_order_relaxed);
+        const uint32_t w = placed_weight(tiles);
+        rs.last = old + it.count == (k - 1) * w + tiles;
+        // Acquire: the other blocks' tiles; their release travels on with this block's count below.
+        if (rs.last) {
+          asm volatile("fence.acq_rel.gpu;" ::: "memory");
+          unreleased = merge_writes(write_flags(op), 0u);
+        }
+      }
+    }
+    bad_local = bad_local || bad;
+    if (!whole) {
+      __syncthreads();
+      last = rs.last;
+    }
+    if (!last) continue;
+    if (op && op->finish) {
+      op->finish(pl.args, ctx);
+      __syncthreads();
+    }
+    if (tid == 0) {
+      const bool publish = (it.flags & kPlacedPublish) || !whole;
+      const bool sink = it.flags & kPlacedSink;
+      if (publish || sink) {
+        release_flags(unreleased);
+        unreleased = GPUOS_OP_NO_WRITES;
+      }
+      if (publish) {
+        const uint32_t add = whole ? placed_weight(tiles) : 1u;
+        asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(&pn.done), "r"(add) : "memory");
+      }
+      if (sink) {
+        const uint64_t n = dev_ref<uint64_t>(x.run.sinks_done).fetch_add(1ull, cuda::memory_order_acq_rel) + 1;
+        if (n % rs.nsinks == 0) {
+          // The gang ends with its launch: every node is complete, so every role is past its last wait.
+          dev_ref<uint32_t>(p.state->gang_busy).store(0u, cuda::memory_order_relaxed);
+          launch_done(p, sh, x);
+        }
+      }
+    }
+  }
+  if (tid == 0) release_flags(unreleased);
+  __syncthreads();
 }
 
 // ---- front end ---------------------------------------------------------------------------------------
@@ -1400,7 +1669,10 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
 /// records on the board; otherwise it backs off. It
 /// leaves once the front end has closed, every published ticket has completed and its own ticket was
 /// never published.
-__device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
+/// `gang0`: DeviceState::gang_seq as thread 0 read it before the launch's grid barrier (no placed launch
+/// runs across a relaunch: the kernel exits once every published ticket completed, and none starts
+/// before the barrier).
+__device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint64_t gang0) {
   DeviceState& s = *p.state;
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
   uint32_t backoff = 0;
@@ -1409,6 +1681,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
     sh.next = sh.chain = 0;
     cs.mine = cs.tried_post = 0;
     cs.have = cs.streak = 0;
+    cs.gang_seen = gang0;
   }
   for (;;) {
     if (threadIdx.x < 32) {
@@ -1440,6 +1713,10 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
                         offsetof(DeviceState, head) % 16 == 0);
           const ulonglong2 hp = load_relaxed_v2(&s.head);
           const uint64_t h = hp.x, post = hp.y;
+          // A placed launch this block has not looked at yet (the same line: both reads in flight at once).
+          static_assert(offsetof(DeviceState, gang_seq) / 128 == offsetof(DeviceState, head) / 128 &&
+                        offsetof(DeviceState, gang_seq) % 16 == 0);
+          const uint64_t gang = dev_ref<uint64_t>(s.gang_seq).load(cuda::memory_order_relaxed);
           // A poll the front end waits on (special_job): first come, first served. Each block tries a
           // post once (the front end posts the next only after this one is done, so the post a block
           // missed is another's).
@@ -1450,6 +1727,16 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
               dev_ref<uint64_t>(s.special_taken).compare_exchange_strong(expect, post, cuda::memory_order_acq_rel)) {
             action = kSpecial;
             target = post;
+          } else if (gang != cs.gang_seen && [&] {
+                       // Acquire (pairs with graph_start's release of gang_seq): the instance and the
+                       // launch's words as it wrote them.
+                       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+                       cs.gang_seen = gang;
+                       target = dev_ref<uint64_t>(s.gang_exec).load(cuda::memory_order_relaxed);
+                       const volatile GraphExec& gx = *reinterpret_cast<const volatile GraphExec*>(target);
+                       return role_of_block(gx.run.launcher) < gx.shape.roles;
+                     }()) {
+            action = kGang;
           } else if (mine < h) {
             action = kRunOwn;
           } else if (sh.chain != 0) {
@@ -1518,6 +1805,9 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem) {
     if (action == kSpecial) {
       backoff = 0;
       special_job(p, smem, target);
+    } else if (action == kGang) {
+      backoff = 0;
+      run_role(p, sh, smem, cs.role, *reinterpret_cast<GraphExec*>(target));
     } else if (action == kRunNext || action == kRunTaken) {
       backoff = 0;
       run_continuations(p, sh, smem, cs, &r);
@@ -1556,12 +1846,15 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
     s.exited = 0;
     s.launches += 1;
     s.start_head = s.head;
+    s.gang_busy = 0;
     for (uint32_t i = 0; i < gpuos::abi::kBoardSize; ++i) s.board[i] = 0;
     gpuos_heap_of_launch = static_cast<gpuos::tlsf::Control*>(p.heap);
     __threadfence();
   }
   cache_op_table(sh);
+  uint64_t gang0 = 0;
   if (threadIdx.x == 0) {
+    gang0 = *reinterpret_cast<const volatile uint64_t*>(&s.gang_seq);
     sh.max_batch = s.max_batch;
     sh.claim_spread = s.claim_spread;
     sh.claim_ahead_off = s.claim_ahead_off;
@@ -1578,7 +1871,7 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
     else
       front_end<false>(p, sh, tile_smem);
   } else {
-    worker(p, sh, tile_smem);
+    worker(p, sh, tile_smem, gang0);
   }
   // Diagnostics: the last block out says so in mapped memory, so the host can tell the kernel's own
   // drain from the driver's work after it (ResidentKernel's StopTiming, GPUOS_SWITCH_TRACE).

@@ -249,19 +249,62 @@ struct alignas(128) GraphRun {
   uint64_t batches_used;  ///< ready batches handed out in the running launch
   uint64_t sinks_done;    ///< nodes without a successor completed, over all launches
   uint64_t launches;      ///< launches that ran (diagnostics)
-  uint64_t pad[10];
+  uint64_t ticket;        ///< the running launch's ticket (placed launches: what their nodes are told)
+  uint32_t placed;        ///< placed launches so far (the running one's number while it runs)
+  uint32_t launcher;      ///< the block that started the running placed launch: it runs role 0
+  uint64_t pad[8];
 };
 struct alignas(128) GraphShape {
   uint32_t nodes, nroots;
-  uint32_t nsinks, reserved;
+  uint32_t nsinks;
+  uint32_t roles;        ///< placed launches: the roles of its placement (0: none; every launch runs unplaced)
   uint64_t recs;         ///< TaskRecord[nodes]
   uint64_t indeg;        ///< uint32_t[nodes]
   uint64_t succ;         ///< successors, a succ_word each [edges]
   uint64_t roots;        ///< uint32_t[nroots]
   uint64_t items;        ///< uint64_t[nodes]: ready lists
   uint64_t batches;      ///< ReadyBatch[nodes / 2 + 1]
-  uint64_t pad[8];
+  uint64_t role_off;     ///< placement: uint32_t[roles + 1], role r's items are items[role_off[r] .. role_off[r+1])
+  uint64_t pitems;       ///< placement: PlacedItem[]
+  uint64_t pwaits;       ///< placement: PlacedWait[]
+  uint64_t pnodes;       ///< placement: PlacedNode[nodes]
+  uint64_t pad[4];
 };
+
+/// A placed launch (docs/design.md, "Placed launches"): the instance's tiles were assigned to roles at
+/// instantiation; role r is run by the worker block r places after the block that started the launch
+/// (wrapping around the workers, blocks 1 .. grid - 1), through its items in order. Item: tiles
+/// [first, first + count) of `node`, after the waits pwaits[wbegin .. wbegin + wcount).
+struct PlacedItem {
+  uint32_t node;
+  uint32_t first;
+  uint32_t count;
+  uint32_t flags;   ///< kPlacedPublish, kPlacedSink, kPlacedNoWait
+  uint32_t wbegin;
+  uint32_t wcount;
+  uint32_t pad[2];
+};
+/// PlacedItem::flags: the node's completion is counted in PlacedNode::done (a role other than the one
+/// completing it waits for it, or its tiles are spread over several roles).
+inline constexpr uint32_t kPlacedPublish = 1u;
+/// PlacedItem::flags: the node has no successor (its completion counts towards the launch's).
+inline constexpr uint32_t kPlacedSink = 2u;
+/// PlacedItem::flags: every predecessor was completed earlier by the same role (nothing to wait for).
+inline constexpr uint32_t kPlacedNoWait = 4u;
+/// What an item waits for: predecessor `node` complete in this launch, i.e. its PlacedNode::done grown to
+/// (the launch's number) x `weight` (its tiles + 1). kPlacedSameRole: the role itself completed it, earlier:
+/// nothing to wait for, only its failure to look at.
+struct PlacedWait {
+  uint32_t node;    ///< | kPlacedSameRole
+  uint32_t weight;  ///< the node's tiles + 1
+};
+inline constexpr uint32_t kPlacedSameRole = 1u << 31;
+/// A node's placed-launch state (count-up, never reset: a launch adds tiles + 1 to `done`).
+struct PlacedNode {
+  uint32_t done;  ///< tiles completed over all placed launches, + 1 per launch once its finish has run
+  uint32_t bad;   ///< the number of the last placed launch in which it failed or did not run
+};
+GPUOS_HD inline constexpr uint32_t placed_weight(uint32_t tiles) { return tiles + 1u; }
 struct GraphExec {
   GraphRun run;
   GraphShape shape;
@@ -316,7 +359,12 @@ struct alignas(128) DeviceState {
   uint64_t special_done;
   /// The posted poll: (its head << 8) | its slots (<= 32); its chunks are in special_chunks.
   uint64_t special_poll;
-  uint64_t pad0[12];
+  /// Placed launches (one at a time): how many were started, and the instance of the last. Worker blocks
+  /// read both in one 16-byte load with `head`'s line; the instance is written first, `gang_seq` last
+  /// (release).
+  uint64_t gang_seq;
+  uint64_t gang_exec;
+  uint64_t pad0[10];
   uint64_t claim;  ///< next ticket a worker block claims
   uint64_t special_taken;  ///< the last post a worker took (compare-and-swap from post - 1)
   uint64_t pad1[14];
@@ -340,7 +388,10 @@ struct alignas(128) DeviceState {
   /// of the operator's claiming adapter claiming on within one call, each claim issued as the previous
   /// batch starts (TileClaimFn, gpuos/op.cuh). GPUOS_CLAIM_AHEAD=0 sets it (a diagnostic).
   uint32_t claim_ahead_off;
-  uint64_t pad3[8];
+  /// 1 while a placed launch runs (taken by compare-and-swap; another launch meanwhile runs unplaced).
+  uint32_t gang_busy;
+  uint32_t pad2;
+  uint64_t pad3[7];
   /// Work idle blocks can take: a TaskRecord's address (a task with tiles left to claim) or a ReadyBatch's
   /// address | 1 (records ready to run); 0 = empty.
   uint64_t board[kBoardSize];
@@ -424,6 +475,9 @@ static_assert(sizeof(GraphRun) == 128 && sizeof(GraphShape) == 128 && sizeof(Gra
 static_assert(sizeof(ReadyBatch) == 64);
 static_assert(offsetof(DeviceState, claim) == 128 && offsetof(DeviceState, closed) == 256);
 static_assert(offsetof(DeviceState, board) == 384);
+static_assert(offsetof(DeviceState, gang_seq) == 32 && offsetof(DeviceState, gang_exec) == 40);
+static_assert(offsetof(DeviceState, gang_busy) == 320);
+static_assert(sizeof(PlacedItem) == 32 && sizeof(PlacedWait) == 8 && sizeof(PlacedNode) == 8);
 static_assert(offsetof(DeviceState, alias) == 896 && offsetof(DeviceState, completed) == 1408);
 static_assert(offsetof(DeviceState, special_chunks) == 1536);
 static_assert(sizeof(DeviceState) == 1536 + 16 * GPUOS_BLOCK_THREADS);

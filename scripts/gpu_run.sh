@@ -92,6 +92,11 @@ for part in "${parts[@]}"; do
         for ((i = 1; i <= repeat; ++i)); do
           step "$name#$i" "$logs/$name.$i.log" "$exe"
           [ $? -ne 0 ] || [ "$i" -gt 1 ] || grep -h "test cases:" "$logs/$name.$i.log" | tail -n 1 >>"$summary"
+          # Graph suites again with every launch unplaced (GPUOS_GRAPH_PLACED=0): both paths stay tested.
+          case $name in
+            gpuos_gpu_graphs | gpuos_gpu_graph_fault)
+              step "$name-unplaced#$i" "$logs/$name-unplaced.$i.log" env GPUOS_GRAPH_PLACED=0 "$exe" ;;
+          esac
         done
       done ;;
     run) step "gpuos run --ops-dir" "$logs/gpuos_run.log" "$build/tools/gpuos" run --ops-dir examples/ops ;;

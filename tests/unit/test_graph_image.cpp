@@ -36,10 +36,33 @@ TEST_CASE("graph image: header, records and successor words of random DAGs") {
     std::vector<abi::Payload> payloads;
     for (std::uint32_t v = 0; v < n; ++v) payloads.push_back(g.node(v));
     const std::uint64_t base = 0x7f0000000000ull;
-    const auto img = graph_image(plan, payloads, base);
-    const GraphLayout l = graph_layout(plan);
+    std::vector<std::uint32_t> tiles(n, 1);
+    const Placement place = place_graph(plan, tiles, 7);
+    const auto img = graph_image(plan, payloads, base, &place);
+    const GraphLayout l = graph_layout(plan, &place);
     REQUIRE(img.size() == l.bytes);
     const auto x = read_at<abi::GraphExec>(img, 0);
+    // The placement's tables, where the header says; every node's counters start at 0.
+    CHECK(x.shape.roles == place.roles);
+    CHECK(x.shape.role_off == base + l.role_off);
+    CHECK(x.shape.pitems == base + l.pitems);
+    CHECK(x.shape.pwaits == base + l.pwaits);
+    CHECK(x.shape.pnodes == base + l.pnodes);
+    CHECK(x.shape.pitems % 32 == 0);
+    CHECK(x.shape.pnodes % 8 == 0);
+    for (std::uint32_t r = 0; r <= place.roles; ++r) CHECK(read_at<std::uint32_t>(img, l.role_off + 4ull * r) == place.role_off[r]);
+    for (std::size_t i = 0; i < place.items.size(); ++i) {
+      const auto it = read_at<abi::PlacedItem>(img, l.pitems + 32 * i);
+      CHECK(std::memcmp(&it, &place.items[i], sizeof(it)) == 0);
+    }
+    for (std::size_t i = 0; i < place.waits.size(); ++i) {
+      const auto w = read_at<abi::PlacedWait>(img, l.pwaits + 8 * i);
+      CHECK((w.node == place.waits[i].node && w.weight == place.waits[i].weight));
+    }
+    for (std::uint32_t v = 0; v < n; ++v) {
+      const auto pn = read_at<abi::PlacedNode>(img, l.pnodes + 8ull * v);
+      CHECK((pn.done == 0 && pn.bad == 0));
+    }
     CHECK(x.shape.nodes == n);
     CHECK(x.shape.nroots == plan.roots.size());
     CHECK(x.shape.recs == base + l.recs);
@@ -85,8 +108,9 @@ TEST_CASE("graph image: an in-degree too large for a successor word is looked up
   const GraphPlan plan = plan_graph(g);
   std::vector<abi::Payload> payloads;
   for (std::uint32_t v = 0; v <= fan; ++v) payloads.push_back(g.node(v));
-  const auto img = graph_image(plan, payloads, 0);
-  const GraphLayout l = graph_layout(plan);
+  const auto img = graph_image(plan, payloads, 0, nullptr);
+  const GraphLayout l = graph_layout(plan, nullptr);
+  CHECK(read_at<abi::GraphExec>(img, 0).shape.roles == 0);  // no placement: every launch unplaced
   const auto r = read_at<abi::TaskRecord>(img, l.recs);
   CHECK((r.succ_begin >> abi::kSuccNodeBits) == abi::kSuccIndegMax);
   CHECK(read_at<std::uint32_t>(img, l.indeg + 4ull * fan) == fan);

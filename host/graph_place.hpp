@@ -1,0 +1,31 @@
+// Placement of an instance's tiles on the resident kernel's worker blocks, computed once at
+// instantiation (docs/design.md, "Placed launches"). Pure logic: no CUDA; unit-tested on the CPU
+// (tests/unit/test_graph_place.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "host/graph.hpp"
+#include "kernel/wire.h"
+
+namespace gpuos::detail {
+
+/// Each role's items in order (role r: items[role_off[r] .. role_off[r+1])), each item's waits
+/// (waits[item.wbegin .. + item.wcount]). `roles` is the highest role used + 1.
+struct Placement {
+  std::uint32_t roles = 0;
+  std::vector<std::uint32_t> role_off;
+  std::vector<abi::PlacedItem> items;
+  std::vector<abi::PlacedWait> waits;
+};
+
+/// Places the nodes of `plan` (node v has tiles[v] tiles) on at most `max_roles` roles by list scheduling
+/// in the plan's topological order, every tile costing one unit and a dependency between roles one more:
+/// a node of one tile goes to the role where it can start first (a predecessor's role on a tie: no wait
+/// there); a node of several tiles is split into min(tiles, roles) even chunks on evenly spaced roles.
+/// Every role's items follow the topological order, so a launch in which every role runs cannot wait for
+/// ever. An item waits for each predecessor some other role completes (or whose tiles are spread).
+Placement place_graph(const GraphPlan& plan, const std::vector<std::uint32_t>& tiles, std::uint32_t max_roles);
+
+}  // namespace gpuos::detail
