@@ -539,8 +539,13 @@ __device__ __noinline__ void graph_start(const LaunchParams& p, BlockShared& sh,
   }
   __syncthreads();
   if (sh.valid) {
-    // Every node's scratch starts at 0 (no tile of the instance runs until the roles start, below).
-    for (uint32_t v = threadIdx.x; v < g.nodes; v += blockDim.x) recs[v].scratch = 0.0;
+    // Every node's scratch starts at 0 and its placed claim word holds its tiles (no tile of the instance
+    // runs until the roles start, below).
+    PlacedNode* const pnodes = reinterpret_cast<PlacedNode*>(g.pnodes);
+    for (uint32_t v = threadIdx.x; v < g.nodes; v += blockDim.x) {
+      recs[v].scratch = 0.0;
+      pnodes[v].claim = make_claim(slot_tiles(*reinterpret_cast<const volatile uint32_t*>(&recs[v].payload.tiles)), ticket);
+    }
     if (threadIdx.x == 0) {
       x.run.launch = reinterpret_cast<uint64_t>(&l);
       x.run.cause = 0;
@@ -834,6 +839,8 @@ struct RoleShared {
   uint32_t skip;        // the running item does not run (a predecessor failed or did not run)
   uint32_t last;        // this block completes the running item's node
   uint32_t bad_local;   // a node this role completed in this launch failed or did not run
+  uint64_t claim_old;   // a claiming item's last claim, as the claim word was before it
+  TileClaims claims;    // how a claiming item's adapter claims on
 };
 static_assert(offsetof(RoleShared, item) % 16 == 0 && offsetof(RoleShared, payload) % 16 == 0);
 static_assert(sizeof(RoleShared) <= 2 * sizeof(TaskRecord));
@@ -1034,6 +1041,60 @@ __device__ __forceinline__ void role_fetch_item(RoleShared& rs, uint32_t i) {
                  reinterpret_cast<const char*>(reinterpret_cast<const PlacedItem*>(rs.pitems) + i) + 16 * tid);
 }
 
+/// The claim spread and batch bound in effect (DeviceState's settings, else the defaults).
+__device__ __forceinline__ uint32_t claim_spread_of(const BlockShared& sh) {
+  return (sh.claim_spread ? sh.claim_spread : kClaimSpread) * gridDim.x;
+}
+__device__ __forceinline__ uint32_t max_batch_of(const BlockShared& sh) { return sh.max_batch ? sh.max_batch : kMaxBatch; }
+
+/// All threads: runs the tiles of a claiming item (kPlacedClaim) this block claims from the node's placed
+/// claim word, the first claim already made (rs.claim_old); returns how many it took. Batches as
+/// work_entry claims them: while a grid's worth is left, the operator's claiming adapter runs the rest in
+/// one call (each claim issued ahead); else a batch per call, claimed here. A node that does not run
+/// (`op` null) still takes every tile left, so that its count completes.
+__device__ __noinline__ uint32_t run_claiming_item(BlockShared& sh, RoleShared& rs, PlacedNode& pn, const OpEntry* op,
+                                                   const Payload& pl, TileCtx ctx) {
+  const unsigned tid = threadIdx.x;
+  const uint32_t spread = claim_spread_of(sh), max_batch = max_batch_of(sh);
+  uint32_t batch = claim_batch(slot_tiles(pl.tiles) / spread, max_batch), ran = 0;
+  uint64_t old = rs.claim_old;
+  __syncthreads();  // every thread read claim_old
+  for (;;) {
+    const int32_t rem = claim_remaining(old);
+    const uint32_t got = rem > 0 ? (static_cast<uint32_t>(rem) < batch ? static_cast<uint32_t>(rem) : batch) : 0u;
+    if (got == 0) break;
+    const uint32_t left = static_cast<uint32_t>(rem) - got;
+    if (!op) {
+      if (tid == 0) rs.claim_old = dev_ref<uint64_t>(pn.claim).fetch_sub(kClaimOne * left, cuda::memory_order_relaxed);
+      __syncthreads();
+      const int32_t more = claim_remaining(rs.claim_old);
+      ran += got + (more > 0 ? (static_cast<uint32_t>(more) < left ? static_cast<uint32_t>(more) : left) : 0u);
+      __syncthreads();
+      break;
+    }
+    ctx.tile = static_cast<uint32_t>(rem) - 1;
+    const uint32_t next = claim_batch(static_cast<uint32_t>(rem) / spread, max_batch);
+    if (left >= gridDim.x && sh.claim_ahead_off == 0) {
+      if (tid == 0)
+        rs.claims = TileClaims{reinterpret_cast<unsigned long long*>(&pn.claim), 0ull, next, left,
+                               static_cast<uint32_t>((0x100000000ull + spread - 1) / spread), max_batch};
+      __syncthreads();
+      ran += op->claim(pl.args, ctx, got, &rs.claims);
+      __syncthreads();
+      break;
+    }
+    op->tile(pl.args, ctx, got);
+    ran += got;
+    if (left == 0) break;
+    batch = next;
+    if (tid == 0) rs.claim_old = dev_ref<uint64_t>(pn.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_relaxed);
+    __syncthreads();
+    old = rs.claim_old;
+    __syncthreads();
+  }
+  return ran;
+}
+
 /// All threads of worker block r + 1: runs role r of the placed launch of instance `x` (its gang number
 /// seen, with acquire): each item in turn, tiles [first, first + count) of its node through the operator's
 /// plain adapter, after waiting for its predecessors' counts (PlacedNode::done grown by this launch's
@@ -1082,27 +1143,36 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
     // The next items' words, while this one waits and runs.
     if (i + 2 < end) role_fetch_item(rs, i + 2);
     if (i + 1 < end) role_fetch_node(rs, i + 1);
-    bool skip = false;
-    if (!(it.flags & kPlacedNoWait) || bad_local) {
-      if (tid < 32) {
-        const bool sk = role_wait(rs, it, rs.wait[i % 2], bad_local);
-        if (tid == 0) rs.skip = sk;
-      }
-      __syncthreads();
-      skip = rs.skip;
-    }
+    const bool claiming = it.flags & kPlacedClaim;
+    const bool waits = !(it.flags & kPlacedNoWait) || bad_local;
+    PlacedNode& pn = pnodes[it.node];
     const Payload& pl = rs.payload[i % 2];
+    // A claiming item's first claim, made while warp 0 waits: claims do not depend on the predecessors.
+    if (claiming && tid == 32) {
+      const uint32_t batch = claim_batch(slot_tiles(pl.tiles) / claim_spread_of(sh), max_batch_of(sh));
+      rs.claim_old = dev_ref<uint64_t>(pn.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_relaxed);
+    }
+    if (waits && tid < 32) {
+      const bool sk = role_wait(rs, it, rs.wait[i % 2], bad_local);
+      if (tid == 0) rs.skip = sk;
+    }
+    if (waits || claiming) __syncthreads();
+    const bool skip = waits && rs.skip;
     uint32_t st = kTaskOk;
     const OpEntry* op = skip ? nullptr : validate(sh, pl, st);
     TaskRecord& rec = reinterpret_cast<TaskRecord*>(rs.recs)[it.node];
     const TileCtx ctx{it.first + it.count - 1, pl.tiles, rs.ticket, smem, &rec.scratch};
-    if (op) op->tile(pl.args, ctx, it.count);
+    uint32_t ran = it.count;
+    if (!claiming) {
+      if (op) op->tile(pl.args, ctx, it.count);
+    } else {
+      ran = run_claiming_item(sh, rs, pn, op, pl, ctx);
+    }
     wait_async();
     __syncthreads();  // the tiles' writes for the whole block; the next items' words
     const uint32_t tiles = pl.tiles;
-    const bool whole = it.count == tiles;
+    const bool whole = !claiming && it.count == tiles;
     const bool bad = skip || st != kTaskOk;
-    PlacedNode& pn = pnodes[it.node];
     bool last = true;
     if (tid == 0) {
       unreleased = merge_writes(unreleased, write_flags(op));
@@ -1119,9 +1189,9 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
         // Count this block's tiles; the block that counts the last ones completes the node.
         release_flags(unreleased);
         unreleased = GPUOS_OP_NO_WRITES;
-        const uint32_t old = dev_ref<uint32_t>(pn.done).fetch_add(it.count, cuda::memory_order_relaxed);
+        const uint32_t old = ran ? dev_ref<uint32_t>(pn.done).fetch_add(ran, cuda::memory_order_relaxed) : 0u;
         const uint32_t w = placed_weight(tiles);
-        rs.last = old + it.count == (k - 1) * w + tiles;
+        rs.last = ran != 0 && old + ran == (k - 1) * w + tiles;
         // Acquire: the other blocks' tiles; their release travels on with this block's count below.
         if (rs.last) {
           asm volatile("fence.acq_rel.gpu;" ::: "memory");

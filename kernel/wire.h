@@ -279,7 +279,7 @@ struct PlacedItem {
   uint32_t node;
   uint32_t first;
   uint32_t count;
-  uint32_t flags;   ///< kPlacedPublish, kPlacedSink, kPlacedNoWait
+  uint32_t flags;   ///< kPlacedPublish, kPlacedSink, kPlacedNoWait, kPlacedClaim
   uint32_t wbegin;
   uint32_t wcount;
   uint32_t pad[2];
@@ -291,6 +291,10 @@ inline constexpr uint32_t kPlacedPublish = 1u;
 inline constexpr uint32_t kPlacedSink = 2u;
 /// PlacedItem::flags: every predecessor was completed earlier by the same role (nothing to wait for).
 inline constexpr uint32_t kPlacedNoWait = 4u;
+/// PlacedItem::flags: the node has more tiles than the placement has roles: every role has such an item
+/// (first and count 0) and claims the node's tiles at run time from PlacedNode::claim, as blocks claim a
+/// large task's (blocks' speeds differ: fixed shares would leave the node to its slowest block).
+inline constexpr uint32_t kPlacedClaim = 8u;
 /// What an item waits for: predecessor `node` complete in this launch, i.e. its PlacedNode::done grown to
 /// (the launch's number) x `weight` (its tiles + 1). kPlacedSameRole: the role itself completed it, earlier:
 /// nothing to wait for, only its failure to look at.
@@ -301,8 +305,9 @@ struct PlacedWait {
 inline constexpr uint32_t kPlacedSameRole = 1u << 31;
 /// A node's placed-launch state (count-up, never reset: a launch adds tiles + 1 to `done`).
 struct PlacedNode {
-  uint32_t done;  ///< tiles completed over all placed launches, + 1 per launch once its finish has run
-  uint32_t bad;   ///< the number of the last placed launch in which it failed or did not run
+  uint32_t done;   ///< tiles completed over all placed launches, + 1 per launch once its finish has run
+  uint32_t bad;    ///< the number of the last placed launch in which it failed or did not run
+  uint64_t claim;  ///< kPlacedClaim nodes: a claim word as TaskRecord::claim, armed by each placed launch
 };
 GPUOS_HD inline constexpr uint32_t placed_weight(uint32_t tiles) { return tiles + 1u; }
 struct GraphExec {
@@ -477,7 +482,7 @@ static_assert(offsetof(DeviceState, claim) == 128 && offsetof(DeviceState, close
 static_assert(offsetof(DeviceState, board) == 384);
 static_assert(offsetof(DeviceState, gang_seq) == 32 && offsetof(DeviceState, gang_exec) == 40);
 static_assert(offsetof(DeviceState, gang_busy) == 320);
-static_assert(sizeof(PlacedItem) == 32 && sizeof(PlacedWait) == 8 && sizeof(PlacedNode) == 8);
+static_assert(sizeof(PlacedItem) == 32 && sizeof(PlacedWait) == 8 && sizeof(PlacedNode) == 16);
 static_assert(offsetof(DeviceState, alias) == 896 && offsetof(DeviceState, completed) == 1408);
 static_assert(offsetof(DeviceState, special_chunks) == 1536);
 static_assert(sizeof(DeviceState) == 1536 + 16 * GPUOS_BLOCK_THREADS);

@@ -73,9 +73,10 @@ struct Dag {
   }
 };
 
-/// Random DAG: each node has 0..max_preds predecessors among the `window` nodes before it, and 1 tile,
-/// or 1..4 tiles when `multi_tile`.
-Dag random_dag(std::size_t n, std::uint32_t max_preds, std::uint32_t window, bool multi_tile, std::uint64_t seed) {
+/// Random DAG: each node has 0..max_preds predecessors among the `window` nodes before it, and 1..max_tiles
+/// tiles (uniform up to 4; beyond, one node in 8 draws from the whole range, the others 1..4: nodes larger
+/// than the grid, placed launches claim those at run time).
+Dag random_dag(std::size_t n, std::uint32_t max_preds, std::uint32_t window, std::uint32_t max_tiles, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   Dag d;
   d.preds.resize(n);
@@ -88,8 +89,10 @@ Dag random_dag(std::size_t n, std::uint32_t max_preds, std::uint32_t window, boo
       if (std::find(d.preds[v].begin(), d.preds[v].end(), p) == d.preds[v].end()) d.preds[v].push_back(p);
     }
   }
-  if (multi_tile)
-    for (auto& t : d.tiles) t = std::uniform_int_distribution<std::uint32_t>(1, 4)(rng);
+  for (auto& t : d.tiles) {
+    const bool big = max_tiles > 4 && rng() % 8 == 0;
+    t = std::uniform_int_distribution<std::uint32_t>(1, big ? max_tiles : std::min(max_tiles, 4u))(rng);
+  }
   return d;
 }
 
@@ -235,15 +238,15 @@ TEST_CASE("graphs: random DAGs of 1 to 100,000 nodes run each node once per laun
   struct Shape {
     std::size_t n;
     std::uint32_t max_preds, window;
-    bool multi_tile;
+    std::uint32_t max_tiles;
   };
-  const Shape shapes[] = {{1, 0, 1, false},      {2, 1, 1, false},        {17, 3, 8, true},
-                          {1000, 4, 64, false},  {1000, 2, 1000, true},   {20000, 20, 200, false},
-                          {100000, 4, 64, false}, {100000, 3, 5000, true}};
+  const Shape shapes[] = {{1, 0, 1, 1},        {2, 1, 1, 1},         {17, 3, 8, 4},         {1000, 4, 64, 1},
+                          {1000, 2, 1000, 4},  {20000, 20, 200, 1},  {100000, 4, 64, 1},    {100000, 3, 5000, 4},
+                          {300, 3, 16, 6000},  {2000, 4, 64, 3000}};
   std::vector<Dag> dags;
   std::vector<std::unique_ptr<OrderCheck>> checks;
   for (std::size_t i = 0; i < std::size(shapes); ++i) {
-    dags.push_back(random_dag(shapes[i].n, shapes[i].max_preds, shapes[i].window, shapes[i].multi_tile, 17 + i));
+    dags.push_back(random_dag(shapes[i].n, shapes[i].max_preds, shapes[i].window, shapes[i].max_tiles, 17 + i));
     checks.push_back(std::make_unique<OrderCheck>(dags.back()));
   }
   Runtime rt;
@@ -251,7 +254,7 @@ TEST_CASE("graphs: random DAGs of 1 to 100,000 nodes run each node once per laun
   for (std::size_t i = 0; i < dags.size(); ++i) {
     CAPTURE(shapes[i].n);
     CAPTURE(shapes[i].window);
-    CAPTURE(shapes[i].multi_tile);
+    CAPTURE(shapes[i].max_tiles);
     GraphExec ge(rt, graph_of(dags[i], *checks[i], op));
     // Three launches back to back (each after the previous one), then one waited alone.
     const Ticket a = ge.launch();
@@ -328,7 +331,7 @@ TEST_CASE("graphs: a long chain runs as one block's continuations, and moves to 
 }
 
 TEST_CASE("graphs: a launch runs after the tickets it names; tasks can wait for a launch") {
-  const Dag d = random_dag(500, 3, 32, true, 5);
+  const Dag d = random_dag(500, 3, 32, 4, 5);
   OrderCheck oc(d);
   Dag before = chain(200), after = chain(2);
   OrderCheck ob(before), oa(after);
@@ -450,7 +453,7 @@ GPUOS_OPERATOR()" + name + ", ScaleArgs, tile_" + name + ")\n";
 }
 
 TEST_CASE("graphs: suspend and resume with launches and dependent tasks in flight") {
-  const Dag d = random_dag(5000, 4, 64, true, 9);
+  const Dag d = random_dag(5000, 4, 64, 3000, 9);
   OrderCheck oc(d);
   Runtime rt;
   const std::uint32_t op = load_order(rt);
@@ -470,7 +473,7 @@ TEST_CASE("graphs: suspend and resume with launches and dependent tasks in fligh
 }
 
 TEST_CASE("a ring of 64 slots: dependencies far back, graphs larger than the ring, staging reuse") {
-  const Dag d = random_dag(3000, 3, 100, false, 3);
+  const Dag d = random_dag(3000, 3, 100, 1, 3);
   OrderCheck oc(d);
   const Dag c = chain(5000);
   OrderCheck occ(c);
@@ -506,7 +509,7 @@ TEST_CASE("a ring of 64 slots: dependencies far back, graphs larger than the rin
 }
 
 TEST_CASE("graph instances: instantiate and destroy many, more than the heap holds at once") {
-  const Dag d = random_dag(20000, 4, 64, false, 4);
+  const Dag d = random_dag(20000, 4, 64, 1, 4);
   OrderCheck oc(d);
   Runtime rt(Options().with_heap(64ull << 20));
   const std::uint32_t op = load_order(rt);

@@ -36,12 +36,22 @@ std::uint32_t check_placement(const GraphPlan& plan, const std::vector<std::uint
   // Tiles: each exactly once; the role holding all of a node's tiles, if one does.
   std::vector<std::vector<std::uint8_t>> seen(n);
   for (std::uint32_t v = 0; v < n; ++v) seen[v].assign(tiles[v], 0);
-  std::vector<std::uint32_t> role_of_item(pl.items.size()), home(n, ~0u), roles_of(n, 0);
+  std::vector<std::uint32_t> role_of_item(pl.items.size()), home(n, ~0u), roles_of(n, 0), claimers(n, 0);
   for (std::uint32_t r = 0; r < pl.roles; ++r)
     for (std::uint32_t i = pl.role_off[r]; i < pl.role_off[r + 1]; ++i) {
       role_of_item[i] = r;
       const abi::PlacedItem& it = pl.items[i];
       REQUIRE(it.node < n);
+      if (it.flags & abi::kPlacedClaim) {
+        // Claimed at run time, by every role: a node of at least 4 tiles per role.
+        CHECK(tiles[it.node] >= 4 * max_roles);
+        CHECK((it.first == 0 && it.count == 0));
+        ++roles_of[it.node];
+        home[it.node] = ~0u;
+        if (++claimers[it.node] == pl.roles) std::fill(seen[it.node].begin(), seen[it.node].end(), 1);
+        continue;
+      }
+      CHECK((tiles[it.node] < 4 * max_roles || max_roles == 1));  // one role holds every node whole
       REQUIRE(it.count >= 1);
       REQUIRE(it.first + it.count <= tiles[it.node]);
       for (std::uint32_t t = it.first; t < it.first + it.count; ++t) {
@@ -125,7 +135,7 @@ TEST_CASE("placement: a fan 1 -> 128 -> 1 spreads the middle over the roles") {
   CHECK(check_placement(plan, tiles, pl, 527) == 4);
 }
 
-TEST_CASE("placement: a chain of many-tile nodes spreads each over the roles, evenly") {
+TEST_CASE("placement: a chain of many-tile nodes spreads each over the roles, evenly, or claims on every role") {
   // The shape of a decode step: every node larger or smaller than the grid.
   const std::vector<std::uint32_t> tiles{8, 192, 64, 128, 1024, 128, 8016, 1, 527, 528};
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
@@ -139,6 +149,12 @@ TEST_CASE("placement: a chain of many-tile nodes spreads each over the roles, ev
     for (std::uint32_t r = 0; r < pl.roles; ++r)
       for (std::uint32_t i = pl.role_off[r]; i < pl.role_off[r + 1]; ++i)
         if (pl.items[i].node == v) counts.push_back(pl.items[i].count), roles.push_back(r);
+    if (tiles[v] >= 4 * R) {
+      // Claimed at run time: an item on every role.
+      CHECK(counts.size() == R);
+      CHECK(std::count(counts.begin(), counts.end(), 0u) == R);
+      continue;
+    }
     CHECK(counts.size() == std::min(tiles[v], R));
     CHECK(*std::max_element(counts.begin(), counts.end()) - *std::min_element(counts.begin(), counts.end()) <= 1);
     if (counts.size() > 1) {
@@ -153,7 +169,7 @@ TEST_CASE("placement: random DAGs with random tiles on 1 to 527 roles can always
   for (std::uint32_t n : {1u, 2u, 10u, 200u, 3000u}) {
     for (std::uint32_t R : {1u, 2u, 3u, 64u, 527u}) {
       std::vector<std::uint32_t> tiles(n);
-      for (auto& t : tiles) t = rng() % 4 == 0 ? 1 + rng() % 700 : 1;
+      for (auto& t : tiles) t = rng() % 4 == 0 ? 1 + rng() % (rng() % 8 == 0 ? 3000 : 700) : 1;
       std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
       for (std::uint32_t v = 1; v < n; ++v)
         for (std::uint32_t k = rng() % 5; k > 0; --k) {
