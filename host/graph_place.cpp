@@ -106,12 +106,13 @@ Placement place_graph(const GraphPlan& plan, const std::vector<std::uint32_t>& t
       fin[v] = end;
       continue;
     }
-    // Spread: chunk i (tiles as even as can be, the larger first) on role i * R / chunks.
+    // Spread: chunk i (tiles as even as can be, the larger first) on role i (consecutive roles run on
+    // different SMs, as far as SMs go).
     const std::uint32_t base = t / chunks, extra = t % chunks;
     std::uint32_t first = 0;
     std::uint64_t end = 0;
     for (std::uint32_t i = 0; i < chunks; ++i) {
-      const std::uint32_t r = static_cast<std::uint32_t>(std::uint64_t{i} * R / chunks);
+      const std::uint32_t r = i;
       const std::uint32_t count = base + (i < extra ? 1u : 0u);
       const std::uint64_t s = start_on(r);
       take(r, v, first, count, s + count);

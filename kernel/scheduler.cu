@@ -145,6 +145,8 @@ struct BlockShared {
   // The scheduler's settings in DeviceState, copied at launch (the host writes them before it): read
   // from global memory they cost an L2 round trip per task (every acquire fence drops the L1 copy).
   uint32_t max_batch, claim_spread, claim_ahead_off;
+  /// Worker blocks: this block's place in the order placed launches give their roles (placed_position).
+  uint32_t placed_pos;
 };
 
 /// What a block's graph work keeps in shared memory, in the tiles' dynamic shared memory (free while a
@@ -552,7 +554,7 @@ __device__ __noinline__ void graph_start(const LaunchParams& p, BlockShared& sh,
       x.run.ticket = ticket;
       x.run.launches += 1;
       x.run.placed += 1;
-      x.run.launcher = blockIdx.x;
+      x.run.launcher_pos = sh.placed_pos;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -976,11 +978,48 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
 }
 
 // ---- placed launches ---------------------------------------------------------------------------------
-/// This worker block's role in a placed launch started by block `launcher`: how many workers after it
-/// this block comes (the launcher runs role 0 at once, on its next look at the gang).
-__device__ __forceinline__ uint32_t role_of_block(uint32_t launcher) {
-  const uint32_t workers = gridDim.x - 1;
-  return (blockIdx.x + workers - launcher) % workers;
+/// All threads of a worker block, once per kernel launch (after the grid barrier; `smem` free): the
+/// block's place among the workers ordered by (its rank among the workers on its SM, the SM), so that
+/// consecutive places are on different SMs, as far as SMs go: a placement's consecutive roles (a node's
+/// chunks, the roles a list schedule fills first) then spread over the GPU whatever the order in which
+/// the hardware handed blocks to SMs. Block order when the grid or an SM id exceeds the table.
+__device__ uint32_t placed_position(const DeviceState& s, void* smem) {
+  constexpr uint32_t kSms = 256;
+  uint32_t* hist = static_cast<uint32_t*>(smem);  // [kSms] workers per SM, then rank, place, bad
+  const uint32_t n = gridDim.x, tid = threadIdx.x;
+  if (n > kMaxPlacedGrid) return blockIdx.x - 1;
+  for (uint32_t i = tid; i < kSms + 3; i += blockDim.x) hist[i] = 0;
+  __syncthreads();
+  const volatile uint16_t* sm = s.block_sm;
+  const uint32_t me = sm[blockIdx.x];
+  uint32_t rank = 0;
+  for (uint32_t j = 1 + tid; j < n; j += blockDim.x) {
+    const uint32_t v = sm[j];
+    if (v >= kSms) {
+      hist[kSms + 2] = 1;
+      continue;
+    }
+    atomicAdd(&hist[v], 1u);
+    rank += v == me && j < blockIdx.x;
+  }
+  if (rank) atomicAdd(&hist[kSms], rank);
+  __syncthreads();
+  rank = hist[kSms];
+  for (uint32_t v = tid; v < kSms; v += blockDim.x) {
+    const uint32_t c = hist[v];
+    const uint32_t before = (c < rank ? c : rank) + (v < me && c > rank ? 1u : 0u);
+    if (before) atomicAdd(&hist[kSms + 1], before);
+  }
+  __syncthreads();
+  const uint32_t pos = hist[kSms + 2] || me >= kSms ? blockIdx.x - 1 : hist[kSms + 1];
+  __syncthreads();
+  return pos;
+}
+
+/// The role of the worker block at place `pos` in a placed launch whose launcher is at place `lp`: the
+/// launcher runs role 0 (at once, on its next look at the gang); the others follow the order of places.
+__device__ __forceinline__ uint32_t role_of(uint32_t pos, uint32_t lp) {
+  return pos == lp ? 0u : pos < lp ? pos + 1u : pos;
 }
 
 /// Warp 0: waits until every predecessor item `it` (of launch k) names is complete, each lane polling
@@ -1121,7 +1160,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
     rs.k = vx.run.placed;
     rs.ticket = vx.run.ticket;
     const volatile uint32_t* off = reinterpret_cast<const volatile uint32_t*>(vx.shape.role_off);
-    const uint32_t role = role_of_block(vx.run.launcher);
+    const uint32_t role = role_of(sh.placed_pos, vx.run.launcher_pos);
     rs.begin = off[role];
     rs.end = off[role + 1];
   }
@@ -1747,7 +1786,9 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
   uint32_t backoff = 0;
   __shared__ WorkerShared cs;
+  const uint32_t pos = placed_position(s, smem);
   if (threadIdx.x == 0) {
+    sh.placed_pos = pos;
     sh.next = sh.chain = 0;
     cs.mine = cs.tried_post = 0;
     cs.have = cs.streak = 0;
@@ -1804,7 +1845,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
                        cs.gang_seen = gang;
                        target = dev_ref<uint64_t>(s.gang_exec).load(cuda::memory_order_relaxed);
                        const volatile GraphExec& gx = *reinterpret_cast<const volatile GraphExec*>(target);
-                       return role_of_block(gx.run.launcher) < gx.shape.roles;
+                       return role_of(sh.placed_pos, gx.run.launcher_pos) < gx.shape.roles;
                      }()) {
             action = kGang;
           } else if (mine < h) {
@@ -1925,6 +1966,11 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
   uint64_t gang0 = 0;
   if (threadIdx.x == 0) {
     gang0 = *reinterpret_cast<const volatile uint64_t*>(&s.gang_seq);
+    if (blockIdx.x < gpuos::abi::kMaxPlacedGrid) {
+      uint32_t smid;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+      s.block_sm[blockIdx.x] = static_cast<uint16_t>(smid < 0xffffu ? smid : 0xffffu);
+    }
     sh.max_batch = s.max_batch;
     sh.claim_spread = s.claim_spread;
     sh.claim_ahead_off = s.claim_ahead_off;

@@ -251,7 +251,7 @@ struct alignas(128) GraphRun {
   uint64_t launches;      ///< launches that ran (diagnostics)
   uint64_t ticket;        ///< the running launch's ticket (placed launches: what their nodes are told)
   uint32_t placed;        ///< placed launches so far (the running one's number while it runs)
-  uint32_t launcher;      ///< the block that started the running placed launch: it runs role 0
+  uint32_t launcher_pos;  ///< the placed position of the block that started the running launch (role 0)
   uint64_t pad[8];
 };
 struct alignas(128) GraphShape {
@@ -272,8 +272,9 @@ struct alignas(128) GraphShape {
 };
 
 /// A placed launch (docs/design.md, "Placed launches"): the instance's tiles were assigned to roles at
-/// instantiation; role r is run by the worker block r places after the block that started the launch
-/// (wrapping around the workers, blocks 1 .. grid - 1), through its items in order. Item: tiles
+/// instantiation; the block that started the launch runs role 0, and role r > 0 the worker block at the
+/// r-th place of an order in which consecutive places are on different SMs (kernel/scheduler.cu,
+/// placed_position), skipping the launcher. Each role runs its items in order. Item: tiles
 /// [first, first + count) of `node`, after the waits pwaits[wbegin .. wbegin + wcount).
 struct PlacedItem {
   uint32_t node;
@@ -349,6 +350,9 @@ GPUOS_HD inline constexpr uint64_t trace_step(uint64_t steps, unsigned k) {
   return (steps >> (42 - 21 * k)) & kTraceStepMask;
 }
 
+/// Most blocks a grid has for placed launches to order their roles by SM (DeviceState::block_sm).
+inline constexpr uint32_t kMaxPlacedGrid = 2048;
+
 /// Number of multi-tile tasks idle blocks can help with at once.
 inline constexpr uint32_t kBoardSize = 64;
 
@@ -410,6 +414,9 @@ struct alignas(128) DeviceState {
   uint64_t pad4[15];
   /// The front end's threads' first chunks of the poll in special_post (thread i: chunk i % 8 of slot i / 8).
   Chunk special_chunks[GPUOS_BLOCK_THREADS];
+  /// The SM of each block of the running launch (%smid), written as it starts: placed launches order
+  /// their roles by it. A larger grid's roles follow block order.
+  uint16_t block_sm[kMaxPlacedGrid];
 };
 
 /// The one kernel parameter.
@@ -485,7 +492,7 @@ static_assert(offsetof(DeviceState, gang_busy) == 320);
 static_assert(sizeof(PlacedItem) == 32 && sizeof(PlacedWait) == 8 && sizeof(PlacedNode) == 16);
 static_assert(offsetof(DeviceState, alias) == 896 && offsetof(DeviceState, completed) == 1408);
 static_assert(offsetof(DeviceState, special_chunks) == 1536);
-static_assert(sizeof(DeviceState) == 1536 + 16 * GPUOS_BLOCK_THREADS);
+static_assert(sizeof(DeviceState) == 1536 + 16 * GPUOS_BLOCK_THREADS + 2 * kMaxPlacedGrid);
 static_assert(sizeof(ControlArgs) == 8);
 static_assert(offsetof(LaunchParams, heap) == 56);
 static_assert(offsetof(HeapReply, stats) == 16 && offsetof(HeapReply, message) == 152);
