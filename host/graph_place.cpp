@@ -56,8 +56,9 @@ Placement place_graph(const GraphPlan& plan, const std::vector<std::uint32_t>& t
     while (idle.top().first != free_at[idle.top().second]) idle.pop();
     return idle.top().second;
   };
-  auto take = [&](std::uint32_t r, std::uint32_t v, std::uint32_t first, std::uint32_t count, std::uint64_t end) {
-    per_role[r].push_back(Item{v, first, count, false});
+  auto take = [&](std::uint32_t r, std::uint32_t v, std::uint32_t first, std::uint32_t count, std::uint64_t end,
+                  bool claim = false) {
+    per_role[r].push_back(Item{v, first, count, claim});
     free_at[r] = end;
     idle.push({end, r});
   };
@@ -99,8 +100,7 @@ Placement place_graph(const GraphPlan& plan, const std::vector<std::uint32_t>& t
       std::uint64_t end = 0;
       for (std::uint32_t r = 0; r < R; ++r) {
         const std::uint64_t s = start_on(r), share = (t + R - 1) / R;
-        take(r, v, 0, 0, s + share);
-        per_role[r].back().claim = true;
+        take(r, v, 0, 0, s + share, true);
         end = std::max(end, s + share);
       }
       fin[v] = end;

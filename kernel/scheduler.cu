@@ -424,6 +424,13 @@ __device__ void publish_ready(const LaunchParams& p, BlockShared& sh, GraphScrat
   __syncthreads();
 }
 
+/// Thread 0: a node without a successor of instance x completed; true when it was the launch's last
+/// (`sinks` such nodes a launch; the count goes on over all launches, placed or not).
+__device__ __forceinline__ bool sink_done(GraphExec& x, uint32_t sinks) {
+  const uint64_t n = dev_ref<uint64_t>(x.run.sinks_done).fetch_add(1ull, cuda::memory_order_acq_rel) + 1;
+  return n % sinks == 0;
+}
+
 /// Thread 0: the launch whose last node just completed is complete.
 __device__ void launch_done(const LaunchParams& p, BlockShared& sh, GraphExec& x) {
   TaskRecord& l = *reinterpret_cast<TaskRecord*>(dev_ref<uint64_t>(x.run.launch).load(cuda::memory_order_relaxed));
@@ -485,8 +492,7 @@ __device__ __noinline__ void node_done(const LaunchParams& p, BlockShared& sh, v
     }
   } else if (threadIdx.x == 0) {
     // Every node precedes some node without a successor, so the last of those completes the launch.
-    const uint64_t n = dev_ref<uint64_t>(x.run.sinks_done).fetch_add(1ull, cuda::memory_order_acq_rel) + 1;
-    if (n % sh.sinks == 0) launch_done(p, sh, x);
+    if (sink_done(x, sh.sinks)) launch_done(p, sh, x);
   }
 }
 
@@ -633,6 +639,20 @@ __device__ __forceinline__ uint64_t* trace_record(uint64_t* trace, uint64_t pos)
   return trace + kTraceWords * (pos % kTraceRecords);
 }
 
+/// The claim spread (times the grid) and batch bound in effect: DeviceState's settings, else the defaults.
+__device__ __forceinline__ uint32_t claim_spread_of(const BlockShared& sh) {
+  return (sh.claim_spread ? sh.claim_spread : kClaimSpread) * gridDim.x;
+}
+__device__ __forceinline__ uint32_t max_batch_of(const BlockShared& sh) { return sh.max_batch ? sh.max_batch : kMaxBatch; }
+
+/// How an operator's claiming adapter claims on from claim word `word`: `take` tiles next, `left` left
+/// unclaimed by the block's last claim, later claims sized by `spread` and bounded by `max_batch`.
+__device__ __forceinline__ TileClaims claims_on(uint64_t* word, uint32_t take, uint32_t left, uint32_t spread,
+                                                uint32_t max_batch) {
+  return TileClaims{reinterpret_cast<unsigned long long*>(word), 0ull, take, left,
+                    static_cast<uint32_t>((0x100000000ull + spread - 1) / spread), max_batch};
+}
+
 /// Tiles a claim asks for, from `share` (the tiles left over the grid): at least 1, at most `max_batch`.
 __device__ __forceinline__ uint32_t claim_batch(uint32_t share, uint32_t max_batch) {
   return share < 1 ? 1 : (share > max_batch ? max_batch : share);
@@ -681,8 +701,8 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
   bool inserted = false;
   uint32_t slot = board_slot_hint;
   uint32_t batch = 1;
-  const uint32_t max_batch = sh.max_batch ? sh.max_batch : kMaxBatch;
-  const uint32_t spread = (sh.claim_spread ? sh.claim_spread : kClaimSpread) * gridDim.x;
+  const uint32_t max_batch = max_batch_of(sh);
+  const uint32_t spread = claim_spread_of(sh);
   const bool ahead_on = sh.claim_ahead_off == 0;
   uint32_t done = 0;  // tiles this block ran and has not reported in `pending`
   // Every thread's: the task's operator, validated once, and the tiles it runs as.
@@ -779,8 +799,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
     if (threadIdx.x == 0) {
       sh.ctx = TileCtx{top, sh.payload.tiles, ticket, smem, &e.scratch};
       if (claims_in_call)
-        sh.claims = TileClaims{reinterpret_cast<unsigned long long*>(&e.claim), 0ull, batch, left,
-                               static_cast<uint32_t>((0x100000000ull + spread - 1) / spread), max_batch};
+        sh.claims = claims_on(&e.claim, batch, left, spread, max_batch);
     }
     __syncthreads();
     uint32_t ran = count;
@@ -834,7 +853,7 @@ struct RoleShared {
   PlacedItem item[3];
   Payload payload[2];
   PlacedWait wait[2][kRoleWaits];
-  uint64_t recs, pitems, pwaits, pnodes, ticket, exec;
+  uint64_t recs, pitems, pwaits, pnodes, ticket;
   uint32_t k;          // the launch's number (GraphRun::placed)
   uint32_t nsinks;
   uint32_t begin, end;  // the role's items
@@ -978,12 +997,13 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
 }
 
 // ---- placed launches ---------------------------------------------------------------------------------
-/// All threads of a worker block, once per kernel launch (after the grid barrier; `smem` free): the
+/// All threads of a worker block, once per kernel launch (after the grid barrier; `smem` free; out of
+/// line: inlined into the worker, it takes the kernel's spill loads from 112 to 324 bytes on sm_90): the
 /// block's place among the workers ordered by (its rank among the workers on its SM, the SM), so that
 /// consecutive places are on different SMs, as far as SMs go: a placement's consecutive roles (a node's
 /// chunks, the roles a list schedule fills first) then spread over the GPU whatever the order in which
 /// the hardware handed blocks to SMs. Block order when the grid or an SM id exceeds the table.
-__device__ uint32_t placed_position(const DeviceState& s, void* smem) {
+__device__ __noinline__ uint32_t placed_position(const DeviceState& s, void* smem) {
   constexpr uint32_t kSms = 256;
   uint32_t* hist = static_cast<uint32_t*>(smem);  // [kSms] workers per SM, then rank, place, bad
   const uint32_t n = gridDim.x, tid = threadIdx.x;
@@ -1080,12 +1100,6 @@ __device__ __forceinline__ void role_fetch_item(RoleShared& rs, uint32_t i) {
                  reinterpret_cast<const char*>(reinterpret_cast<const PlacedItem*>(rs.pitems) + i) + 16 * tid);
 }
 
-/// The claim spread and batch bound in effect (DeviceState's settings, else the defaults).
-__device__ __forceinline__ uint32_t claim_spread_of(const BlockShared& sh) {
-  return (sh.claim_spread ? sh.claim_spread : kClaimSpread) * gridDim.x;
-}
-__device__ __forceinline__ uint32_t max_batch_of(const BlockShared& sh) { return sh.max_batch ? sh.max_batch : kMaxBatch; }
-
 /// All threads: runs the tiles of a claiming item (kPlacedClaim) this block claims from the node's placed
 /// claim word, the first claim already made (rs.claim_old); returns how many it took. Batches as
 /// work_entry claims them: while a grid's worth is left, the operator's claiming adapter runs the rest in
@@ -1115,8 +1129,7 @@ __device__ __noinline__ uint32_t run_claiming_item(BlockShared& sh, RoleShared& 
     const uint32_t next = claim_batch(static_cast<uint32_t>(rem) / spread, max_batch);
     if (left >= gridDim.x && sh.claim_ahead_off == 0) {
       if (tid == 0)
-        rs.claims = TileClaims{reinterpret_cast<unsigned long long*>(&pn.claim), 0ull, next, left,
-                               static_cast<uint32_t>((0x100000000ull + spread - 1) / spread), max_batch};
+        rs.claims = claims_on(&pn.claim, next, left, spread, max_batch);
       __syncthreads();
       ran += op->claim(pl.args, ctx, got, &rs.claims);
       __syncthreads();
@@ -1134,8 +1147,8 @@ __device__ __noinline__ uint32_t run_claiming_item(BlockShared& sh, RoleShared& 
   return ran;
 }
 
-/// All threads of worker block r + 1: runs role r of the placed launch of instance `x` (its gang number
-/// seen, with acquire): each item in turn, tiles [first, first + count) of its node through the operator's
+/// All threads of a worker block: runs its role (role_of) in the placed launch of instance `x` (its gang
+/// number seen, with acquire): each item in turn, tiles [first, first + count) of its node through the operator's
 /// plain adapter, after waiting for its predecessors' counts (PlacedNode::done grown by this launch's
 /// share). The block that completes a node (the one holding all its tiles, or the last to count its
 /// tiles) runs its finish function and counts it once more; the last node without a successor completes
@@ -1151,7 +1164,6 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
   const unsigned tid = threadIdx.x;
   if (tid == 0) {
     const volatile GraphExec& vx = x;
-    rs.exec = reinterpret_cast<uint64_t>(&x);
     rs.recs = vx.shape.recs;
     rs.pitems = vx.shape.pitems;
     rs.pwaits = vx.shape.pwaits;
@@ -1259,13 +1271,10 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
         const uint32_t add = whole ? placed_weight(tiles) : 1u;
         asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(&pn.done), "r"(add) : "memory");
       }
-      if (sink) {
-        const uint64_t n = dev_ref<uint64_t>(x.run.sinks_done).fetch_add(1ull, cuda::memory_order_acq_rel) + 1;
-        if (n % rs.nsinks == 0) {
-          // The gang ends with its launch: every node is complete, so every role is past its last wait.
-          dev_ref<uint32_t>(p.state->gang_busy).store(0u, cuda::memory_order_relaxed);
-          launch_done(p, sh, x);
-        }
+      if (sink && sink_done(x, rs.nsinks)) {
+        // The gang ends with its launch: every node is complete, so every role is past its last wait.
+        dev_ref<uint32_t>(p.state->gang_busy).store(0u, cuda::memory_order_relaxed);
+        launch_done(p, sh, x);
       }
     }
   }
@@ -1771,6 +1780,19 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
   }
 }
 
+/// Thread 0 of a worker block that sees placed launch number `gang` for the first time: its instance
+/// when this block has a role in it, else 0. Out of line: it runs once per launch.
+__device__ __noinline__ uint64_t gang_to_join(const DeviceState& s, const BlockShared& sh, WorkerShared& cs,
+                                              uint64_t gang) {
+  // Acquire (pairs with graph_start's release of gang_seq): the instance and the launch's words as it
+  // wrote them.
+  cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+  cs.gang_seen = gang;
+  const uint64_t exec = dev_ref<const uint64_t>(s.gang_exec).load(cuda::memory_order_relaxed);
+  const volatile GraphExec& gx = *reinterpret_cast<const volatile GraphExec*>(exec);
+  return role_of(sh.placed_pos, gx.run.launcher_pos) < gx.shape.roles ? exec : 0ull;
+}
+
 // ---- workers -----------------------------------------------------------------------------------------
 /// A worker block's loop. Thread 0 decides, in this order: the block's continuation (a record one of its
 /// completions made ready; kMaxStreak in a row at most, then it is offered to the board), a poll the
@@ -1838,15 +1860,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
               dev_ref<uint64_t>(s.special_taken).compare_exchange_strong(expect, post, cuda::memory_order_acq_rel)) {
             action = kSpecial;
             target = post;
-          } else if (gang != cs.gang_seen && [&] {
-                       // Acquire (pairs with graph_start's release of gang_seq): the instance and the
-                       // launch's words as it wrote them.
-                       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
-                       cs.gang_seen = gang;
-                       target = dev_ref<uint64_t>(s.gang_exec).load(cuda::memory_order_relaxed);
-                       const volatile GraphExec& gx = *reinterpret_cast<const volatile GraphExec*>(target);
-                       return role_of(sh.placed_pos, gx.run.launcher_pos) < gx.shape.roles;
-                     }()) {
+          } else if (gang != cs.gang_seen && (target = gang_to_join(s, sh, cs, gang)) != 0) {
             action = kGang;
           } else if (mine < h) {
             action = kRunOwn;
