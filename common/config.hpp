@@ -50,6 +50,10 @@ enum class Kind { flag, integer, bytes, choice, path };
     "1: an instance's tiles are placed on the worker blocks at instantiation and a launch runs them in "   \
     "place, waiting on counters (one placed launch at a time; others meanwhile run unplaced); 0: every "   \
     "launch hands its ready nodes out at run time.")                                                       \
+  X(drain_stall_ms, "GPUOS_DRAIN_STALL", integer, 100, 86400000, "", "30000",                               \
+    "Shutdown and destroy drain every submitted task; they give up once none has completed for this "    \
+    "long (ms; or the longest watchdog deadline in force, if longer): the runtime is then declared hung "  \
+    "(GPUOS_ERR_HUNG) and its kernel ended.")                                                               \
   X(trace, "GPUOS_TRACE", flag, 0, 1, "", "0",                                                             \
     "1: the front end records every poll that found work in a flight recorder (device memory) that "       \
     "gpuos_diagnose summarizes. Diagnostics; slows the front end slightly.")                               \

@@ -146,6 +146,7 @@ const char* gpuos_status_name(gpuos_status s) {
     case GPUOS_ERR_OUT_OF_MEMORY: return "GPUOS_ERR_OUT_OF_MEMORY";
     case GPUOS_ERR_UNSUPPORTED: return "GPUOS_ERR_UNSUPPORTED";
     case GPUOS_ERR_INTERNAL: return "GPUOS_ERR_INTERNAL";
+    case GPUOS_ERR_HUNG: return "GPUOS_ERR_HUNG";
   }
   return "GPUOS_ERR_UNKNOWN";
 }
@@ -160,6 +161,7 @@ void gpuos_options_init(gpuos_options* o) {
   o->heap_bytes = 256ull << 20;
   o->slice_us = 5000;
   o->park_us = 2000;
+  o->deadline_ms = 10000;
 }
 
 gpuos_status gpuos_create(const gpuos_options* opts, gpuos_runtime** out) {
@@ -169,8 +171,17 @@ gpuos_status gpuos_create(const gpuos_options* opts, gpuos_runtime** out) {
 }
 
 gpuos_status gpuos_destroy(gpuos_runtime* rt) {
-  delete rt;  // the destructor drains and never throws
-  return GPUOS_OK;
+  if (!rt) return GPUOS_OK;
+  rt->close_dirs();
+  rt->impl.shutdown();  // drains (bounded), stops, frees; never throws
+  const std::string abandoned = rt->impl.abandoned();
+  delete rt;
+  return abandoned.empty() ? GPUOS_OK : set_error(GPUOS_ERR_HUNG, abandoned);
+}
+
+gpuos_status gpuos_set_op_deadline(gpuos_runtime* rt, uint32_t op, uint32_t deadline_ms) {
+  GPUOS_REQUIRE(rt, "rt is NULL");
+  return run([&] { rt->impl.set_op_deadline(op, deadline_ms); });
 }
 
 gpuos_status gpuos_shutdown(gpuos_runtime* rt) {

@@ -438,6 +438,12 @@ std::uint64_t Generations::alias_rollback(const std::string& alias) {
   return ticket;
 }
 
+std::optional<std::string> Generations::try_op_name(std::uint32_t id) {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return std::nullopt;
+  return reg_.name_of(id);
+}
+
 std::vector<gpuos_op_info> Generations::list() {
   std::lock_guard<std::mutex> lock(mu_);
   const SubmitQueue& q = kernel_.queue();

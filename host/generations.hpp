@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ class Generations {
   std::uint64_t alias_set(const std::string& alias, const std::string& target);
   std::uint64_t alias_rollback(const std::string& alias);
   std::vector<gpuos_op_info> list();
+  /// The name of operator `id`, or nullopt while another call holds the lock (a switch may be waiting
+  /// for a hung operator: the watchdog must not wait for it).
+  std::optional<std::string> try_op_name(std::uint32_t id);
 
   /// Image switches so far (the monitor's idle detection counts them as activity).
   std::uint64_t switches() const { return switches_.load(); }

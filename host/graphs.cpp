@@ -305,7 +305,7 @@ void Graphs::destroy(GraphInstance* raw) {
   if (e->last) {
     std::string why;
     const gpuos_status s = sub_.wait(*e->last, common::Deadline::never(), why);
-    if (s == GPUOS_ERR_DEVICE_FAULT) fail(s, why);  // nothing runs any more; its memory went with the device
+    if (s == GPUOS_ERR_DEVICE_FAULT || s == GPUOS_ERR_HUNG) fail(s, why);  // nothing runs any more; its memory went with the device
   }
   e->dead = true;
   std::lock_guard<std::mutex> lock(mu_);

@@ -137,13 +137,14 @@ class OpRegistry {
   /// Every row for gpuos_list_ops: built-ins, loaded operators, aliases, failed sources. Counts come
   /// from `counts(id, completed, failed)`.
   std::vector<gpuos_op_info> rows(const std::function<void(std::uint32_t, std::uint64_t&, std::uint64_t&)>& counts) const;
+  /// The name operator id `id` goes by ("" when none).
+  std::string name_of(std::uint32_t id) const;
 
  private:
   struct Alias {
     std::vector<std::uint32_t> targets;  ///< back = current
     std::uint32_t arg_bytes = 0;
   };
-  std::string name_of(std::uint32_t id) const;
 
   AcceptTable accept_;
   std::map<std::string, std::uint32_t> ids_;  ///< name -> id, stable for the runtime's life

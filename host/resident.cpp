@@ -145,8 +145,33 @@ void ResidentKernel::launch_locked() {
   check_stopped_state();  // the previous stop's snapshot preceded this launch on the stream
 }
 
+void ResidentKernel::request_stop() noexcept {
+  std::uint64_t cur = __atomic_load_n(&control_->stop_run, __ATOMIC_ACQUIRE);
+  while (cur != abi::kAbortRun &&
+         !__atomic_compare_exchange_n(&control_->stop_run, &cur, run_id_, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+  }
+}
+
+void ResidentKernel::abort() noexcept {
+  if (!control_ || !dstate_) return;
+  __atomic_store_n(&control_->stop_run, abi::kAbortRun, __ATOMIC_RELEASE);
+  // Device memory, by a copy on a stream of its own (a copy engine's work: it does not wait for the
+  // kernel's blocks, busy or not); a faulted context fails it, and then nothing runs anyway.
+  static const std::uint64_t abort_word = abi::kAbortRun;
+  try {
+    CtxScope scope(ctx_);
+    CUstream s = nullptr;
+    if (drv().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return;
+    drv().cuMemcpyHtoDAsync(dstate_ + offsetof(abi::DeviceState, abort), &abort_word, sizeof(abort_word), s);
+    drv().cuStreamSynchronize(s);
+    drv().cuStreamDestroy(s);
+  } catch (const std::exception&) {
+    // No context on this thread: the front end still sees stop_run.
+  }
+}
+
 void ResidentKernel::stop_locked(double timeout_s) {
-  __atomic_store_n(&control_->stop_run, run_id_, __ATOMIC_RELEASE);
+  request_stop();
   const auto t0 = Clock::now();
   // Where a stop's time goes (GPUOS_SWITCH_TRACE): the front end saw the request, the last block left,
   // the driver said the stream is idle; and the longest single query (a driver call can wait on a lock
@@ -217,7 +242,7 @@ bool ResidentKernel::stop_if_running(double timeout_s) noexcept {
   if (!stream_ || !control_) return true;
   CUresult r = drv().cuStreamQuery(stream_);
   if (r != CUDA_ERROR_NOT_READY) return true;  // idle, or a sticky device error: nothing runs
-  __atomic_store_n(&control_->stop_run, run_id_, __ATOMIC_RELEASE);
+  request_stop();
   common::wait_until([&] { return (r = drv().cuStreamQuery(stream_)) != CUDA_ERROR_NOT_READY; },
                      common::Deadline::after(std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::duration<double>(timeout_s))),
@@ -275,6 +300,11 @@ void ResidentKernel::resume() {
 }
 
 void ResidentKernel::relaunch_if_suspended() {
+  // Only the user's suspend leaves the kernel off with tasks to drain: the monitor relaunches after its
+  // own stops (a slice, an idle unload) and unparks for pending work. Not taking the lock otherwise
+  // matters: a slice's stop holds it while it waits for a kernel that a hung operator keeps from
+  // stopping, and the drain after this call is what gives up on it (Runtime::close).
+  if (!user_suspended_.load(std::memory_order_seq_cst)) return;
   // Under the control lock: the monitor's idle unload of retired images stops and relaunches the kernel
   // while holding it, and the state reads suspended in between. Read unlocked, a close in that window
   // would try to relaunch a kernel the monitor is about to relaunch, fail, and leave it running under

@@ -116,6 +116,15 @@ class ResidentKernel {
   /// Stops a kernel that may still run whatever the state says (a host-side failure can leave one
   /// running); true once none runs (or the stream reports a sticky error).
   bool stop_if_running(double timeout_s) noexcept;
+  /// Ends the running kernel with a fault, without waiting (the watchdog's last resort, after the runtime
+  /// has failed every pending task): HostControl::stop_run and DeviceState::abort say kAbortRun, and the
+  /// front end or the first worker between calls that sees it faults (kernel/scheduler.cu,
+  /// abort_kernel). A kernel whose every block is held by an operator cannot see it.
+  void abort() noexcept;
+  /// The scheduler state's device address (DeviceState), for the watchdog's copies.
+  CUdeviceptr device_state() const { return dstate_; }
+  /// Blocks of the current image's launch.
+  std::uint32_t grid() const { return images_.current_grid(); }
   /// Frees the device memory and the streams. Call only once no kernel runs (stop_if_running returned
   /// true) and the context is healthy: a free waits for an idle device.
   void free_memory() noexcept;
@@ -127,6 +136,8 @@ class ResidentKernel {
   void free_pinned() noexcept;
   void launch_locked();
   void stop_locked(double timeout_s);
+  /// Asks the kernel of run_id_ to stop, unless it was told to abort (which a stop must not undo).
+  void request_stop() noexcept;
   /// Checks the scheduler invariants of the last stop's snapshot (once its copy completed).
   void check_stopped_state();
 

@@ -13,6 +13,7 @@
 #include "host/resident.hpp"
 #include "host/stream_submit.hpp"
 #include "host/submitter.hpp"
+#include "host/watchdog.hpp"
 
 namespace gpuos::detail {
 namespace {
@@ -62,7 +63,8 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
     // device dispatches through), so a boot image with more operators than the built-ins is usable.
     for (const TableRow& r : read_jump_table(boot.module)) registry_.accept().accept(r.id, r.arg_bytes);
     kernel_ = std::make_unique<ResidentKernel>(ctx_, *images_, run_, cfg_, log2_of(opts_.queue_capacity));
-    submitter_ = std::make_unique<Submitter>(kernel_->queue(), run_, registry_.accept());
+    deadlines_ = std::make_unique<Deadlines>(opts_.deadline_ms);
+    submitter_ = std::make_unique<Submitter>(kernel_->queue(), run_, registry_.accept(), *deadlines_);
     streams_ = std::make_unique<StreamSubmitter>(ctx_, *submitter_, run_);
     heap_ = std::make_unique<HeapClient>(opts_, dev_.info, boot.module, kernel_->stream());
     kernel_->set_heap(heap_->control());
@@ -73,6 +75,10 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
     monitor_ = std::make_unique<Monitor>(ctx_, *kernel_, run_, [this] { return gens_->switches(); },
                                          std::chrono::microseconds(opts_.slice_us), std::chrono::microseconds(opts_.park_us));
     monitor_->start();
+    watchdog_ = std::make_unique<Watchdog>(ctx_, *kernel_, run_, *deadlines_, [this](std::uint32_t op) {
+      return gens_->try_op_name(op).value_or("");
+    });
+    watchdog_->start();
   } catch (...) {
     shutdown();
     throw;
@@ -81,18 +87,54 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
 
 Runtime::~Runtime() { shutdown(); }
 
+void Runtime::drain_or_give_up() {
+  SubmitQueue& q = kernel_->queue();
+  const auto stall = std::chrono::milliseconds(std::max<std::int64_t>(cfg_.drain_stall_ms, deadlines_->longest()));
+  std::uint64_t seen = q.reap();
+  auto progress_at = common::Clock::now();
+  for (;;) {
+    std::string why;
+    const gpuos_status s = submitter_->drain(common::Deadline::after(std::chrono::milliseconds(100)), why);
+    if (s != GPUOS_ERR_TIMEOUT) return;  // drained, or faulted: nothing more to wait for
+    if (const std::uint64_t r = q.reap(); r != seen) {
+      seen = r;
+      progress_at = common::Clock::now();
+    } else if (common::Clock::now() - progress_at >= stall) {
+      watchdog_->give_up("shutdown: no task completed for " + std::to_string(stall.count()) + " ms, with " +
+                         std::to_string(q.issued() - r) + " pending (task " + std::to_string(r) +
+                         " first); the kernel was ended and the pending tasks failed. " + watchdog_->report());
+      return;
+    }
+  }
+}
+
 void Runtime::close() {
   std::lock_guard<std::mutex> lock(close_mutex_);
   if (closed_) return;
   if (submitter_) submitter_->close();
   if (kernel_ && !run_.faulted()) {
     kernel_->relaunch_if_suspended();
-    std::string why;
-    submitter_->drain(common::Deadline::never(), why);
+    drain_or_give_up();
   }
   if (monitor_) monitor_->stop();
+  if (watchdog_) watchdog_->stop();
   if (kernel_) kernel_->close(30.0);
   closed_ = true;
+}
+
+void Runtime::set_op_deadline(std::uint32_t op, std::uint32_t ms) {
+  if (ms != 0 && ms < 10)
+    fail(GPUOS_ERR_INVALID_ARG, "deadline_ms must be 0 (the runtime's) or at least 10, got " + std::to_string(ms));
+  bool found = false;
+  for (const gpuos_op_info& r : list_ops())
+    if (r.id == op && r.kind != GPUOS_OP_KIND_FAILED) {
+      if (r.kind == GPUOS_OP_KIND_ALIAS)
+        fail(GPUOS_ERR_INVALID_ARG, std::string("operator id ") + std::to_string(op) + " is the alias '" + r.name +
+                                        "': a call is judged by the operator it runs; set that one's deadline");
+      found = true;
+    }
+  if (!found) fail(GPUOS_ERR_INVALID_ARG, "no live operator has id " + std::to_string(op));
+  deadlines_->set_op(op, ms);
 }
 
 void Runtime::shutdown() noexcept {
@@ -102,15 +144,23 @@ void Runtime::shutdown() noexcept {
     // Best effort: a kernel that cannot be stopped keeps its memory (freeing it would block).
   }
   if (monitor_) monitor_->stop();
+  if (watchdog_) watchdog_->stop();
   if (!driver_loaded() || !ctx_) return;
   drv().cuCtxSetCurrent(ctx_);
   // Pinned and device memory can only be freed once no kernel runs (the frees would wait for it for
-  // ever): a kernel that would not stop keeps everything, context included.
+  // ever, and so would a reset of the context): a kernel that would not stop keeps everything, context
+  // included. After the watchdog's abort, a kernel ends within ~0.2 s (an H100), unless every block is
+  // held by an operator.
   if (kernel_ && !kernel_->stop_if_running(5.0)) {
+    abandoned_ = "the resident kernel could not be ended within 5 s (every block may be held by a hung operator): "
+                 "its memory and the device's primary context were left as they are; exit the process";
+    if (run_.faulted()) abandoned_ += " (" + run_.fault_reason() + ")";
     (void)kernel_.release();
     (void)heap_.release();
     (void)images_.release();
     (void)graphs_.release();
+    (void)watchdog_.release();
+    ctx_ = nullptr;
     return;
   }
   const bool faulted = run_.faulted();
@@ -120,6 +170,7 @@ void Runtime::shutdown() noexcept {
     if (heap_) heap_->free_memory();
     if (images_) images_->unload_all();
   }
+  watchdog_.reset();
   streams_.reset();  // first: its host functions launch graphs and submit
   graphs_.reset();
   gens_.reset();
@@ -217,6 +268,7 @@ std::string Runtime::diagnose() {
   if (run_.faulted()) s.fault = run_.fault_reason();
   kernel_->snapshot(s);
   std::string report = detail::diagnose(s);
+  if (watchdog_) report += watchdog_->report();
   if (const std::uint64_t f = stream_failures())
     report += "stream-ordered tasks not run (their stream reached them after the runtime closed or faulted): " +
               std::to_string(f) + "\n";

@@ -9,6 +9,7 @@
 //   Generations     compile, plan, link and switch; aliases
 //   Graphs          task graphs' instances and launches
 //   Monitor         reaping, fault watch, idle unloads, residency (slices, parking)
+//   Watchdog        what every block runs; deadlines on operator calls; giving up on a hung kernel
 //   RunState        fault and closing flags, shared by all
 //
 // Lock order, outer first: close_mutex_ (here); Generations' lock; the StreamSubmitter's detach lock
@@ -47,6 +48,8 @@ class Generations;
 class Graphs;
 class GraphInstance;
 class Monitor;
+class Deadlines;
+class Watchdog;
 struct Lane;
 
 class Runtime {
@@ -82,8 +85,17 @@ class Runtime {
   std::string metrics();
   /// Stream-ordered tasks that did not run: the runtime closed or faulted before their stream reached them.
   std::uint64_t stream_failures() const;
-  /// Stops accepting tasks, drains, stops the kernel. Idempotent. Waits and stats keep working.
+  /// Stops accepting tasks, drains, stops the kernel. Idempotent. Waits and stats keep working. The drain
+  /// gives up once no task has completed for GPUOS_DRAIN_STALL ms (or the longest deadline, if longer):
+  /// the watchdog then gives up on the runtime (GPUOS_ERR_HUNG).
   void close();
+  /// close(), then frees everything (the kernel's memory only once it has ended). Idempotent; never throws.
+  void shutdown() noexcept;
+  /// After shutdown: why the kernel could not be ended ("" when it was, or never ran); its memory and
+  /// the primary context were then left as they are.
+  const std::string& abandoned() const { return abandoned_; }
+  /// The watchdog's deadline for operator `op` (gpuos_set_op_deadline).
+  void set_op_deadline(std::uint32_t op, std::uint32_t ms);
 
   // Operators loaded at run time (contracts in gpuos/gpuos.h).
   gpuos_generation load_operator(const std::string& source_name, const std::string* text);
@@ -103,7 +115,8 @@ class Runtime {
   bool heap_check(std::string& why);
 
  private:
-  void shutdown() noexcept;
+  /// close(): waits for every submitted task, giving up (the watchdog's give_up) after the stall bound.
+  void drain_or_give_up();
 
   // In construction order.
   gpuos_options opts_;
@@ -112,6 +125,7 @@ class Runtime {
   CUcontext ctx_ = nullptr;
   RunState run_;
   OpRegistry registry_;
+  std::unique_ptr<Deadlines> deadlines_;
   std::unique_ptr<ImageSet> images_;
   std::unique_ptr<ResidentKernel> kernel_;
   std::unique_ptr<Submitter> submitter_;
@@ -120,9 +134,11 @@ class Runtime {
   std::unique_ptr<Generations> gens_;
   std::unique_ptr<Graphs> graphs_;
   std::unique_ptr<Monitor> monitor_;
+  std::unique_ptr<Watchdog> watchdog_;
 
   std::mutex close_mutex_;
   bool closed_ = false;
+  std::string abandoned_;
 };
 
 }  // namespace gpuos::detail

@@ -57,7 +57,8 @@ struct Active {
 
 }  // namespace
 
-Submitter::Submitter(SubmitQueue& q, RunState& run, const AcceptTable& accept) : q_(q), run_(run), accept_(accept) {
+Submitter::Submitter(SubmitQueue& q, RunState& run, const AcceptTable& accept, Deadlines& deadlines)
+    : q_(q), run_(run), accept_(accept), deadlines_(deadlines) {
   for (std::uint32_t i = 0; i < GPUOS_MAX_OPS; ++i) slots_[i].store(static_cast<std::uint16_t>(i), std::memory_order_relaxed);
 }
 
@@ -70,6 +71,9 @@ abi::Payload Submitter::payload_of(const gpuos_task& t, const std::string& where
   if (t.arg_bytes > GPUOS_MAX_ARG_BYTES)
     fail(GPUOS_ERR_INVALID_ARG, where + "arguments of " + std::to_string(t.arg_bytes) + " bytes exceed " +
                                     std::to_string(GPUOS_MAX_ARG_BYTES));
+  if (t.deadline_ms != 0 && t.deadline_ms < 10)
+    fail(GPUOS_ERR_INVALID_ARG, where + "deadline_ms must be 0 (the operator's or the runtime's) or at least 10, got " +
+                                    std::to_string(t.deadline_ms));
   if (t.arg_bytes != *want)
     fail(GPUOS_ERR_INVALID_ARG, where + "operator " + op_label(t.op) + " takes " + std::to_string(*want) +
                                     " bytes of arguments, got " + std::to_string(t.arg_bytes));
@@ -98,8 +102,15 @@ bool Submitter::submit(const gpuos_task* tasks, std::size_t n, bool blocking, st
     many.resize(n);
     payloads = many.data();
   }
-  for (std::size_t i = 0; i < n; ++i) payloads[i] = payload_of(tasks[i], n > 1 ? "task " + std::to_string(i) + ": " : "");
-  return enqueue(payloads, static_cast<std::uint32_t>(n), blocking, first);
+  std::vector<std::uint32_t> deadlines;
+  for (std::size_t i = 0; i < n; ++i) {
+    payloads[i] = payload_of(tasks[i], n > 1 ? "task " + std::to_string(i) + ": " : "");
+    if (tasks[i].deadline_ms != 0) {
+      deadlines.resize(n, 0);
+      deadlines[i] = tasks[i].deadline_ms;
+    }
+  }
+  return enqueue(payloads, static_cast<std::uint32_t>(n), blocking, first, deadlines.empty() ? nullptr : deadlines.data());
 }
 
 void Submitter::check_issued(const std::uint64_t* after, std::size_t n) const {
@@ -117,7 +128,7 @@ std::uint64_t Submitter::submit_after(const gpuos_task& task, const std::uint64_
   std::vector<Dep> deps;
   deps.reserve(n);
   for (std::size_t i = 0; i < n; ++i) deps.push_back(Dep{after[i], false});
-  return enqueue_after(p, deps, lane);
+  return enqueue_after(p, deps, lane, task.deadline_ms);
 }
 
 void Submitter::signal_after(std::uint64_t first, std::size_t n, float* flag) {
@@ -134,7 +145,8 @@ std::uint64_t Submitter::enqueue_one(const abi::Payload& p) {
   return t;
 }
 
-std::uint64_t Submitter::enqueue_after(const abi::Payload& p, const std::vector<Dep>& deps, Lane* lane) {
+std::uint64_t Submitter::enqueue_after(const abi::Payload& p, const std::vector<Dep>& deps, Lane* lane,
+                                       std::uint32_t deadline_ms) {
   std::unique_lock<std::mutex> lane_lock;
   if (lane) lane_lock = std::unique_lock<std::mutex>(lane->mu);
   std::vector<Dep> all = deps;
@@ -158,7 +170,7 @@ std::uint64_t Submitter::enqueue_after(const abi::Payload& p, const std::vector<
   std::vector<Dep> live = sift(all);
   std::uint64_t t = 0;
   if (live.empty() && cause == 0) {
-    enqueue(&p, 1, true, t);
+    enqueue(&p, 1, true, t, deadline_ms ? &deadline_ms : nullptr);
   } else {
     const std::size_t planned = live.size();
     const std::uint32_t n = dep_tickets(planned);
@@ -175,6 +187,7 @@ std::uint64_t Submitter::enqueue_after(const abi::Payload& p, const std::vector<
     // reserved while fewer than a capacity of tickets were unretired); more may have retired meanwhile.
     live = sift(live);
     const std::vector<abi::Payload> payloads = plan_dependent(first, planned, p, live, cause);
+    if (deadline_ms) deadlines_.set_task(first + n - 1, deadline_ms);
     publish(first, payloads, payloads.size() - 1);
     t = first + n - 1;
   }
@@ -208,11 +221,15 @@ void Submitter::publish(std::uint64_t first, const std::vector<abi::Payload>& pa
   for (std::size_t i = 0; i < payloads.size(); ++i) q_.publish(first + i, payloads[i], i != task_index);
 }
 
-bool Submitter::enqueue(const abi::Payload* payloads, std::uint32_t count, bool blocking, std::uint64_t& first) {
+bool Submitter::enqueue(const abi::Payload* payloads, std::uint32_t count, bool blocking, std::uint64_t& first,
+                        const std::uint32_t* deadlines) {
   Active active(active_);
   run_.check_open();
   run_.check_usable();
   if (!reserve(count, blocking, first)) return false;
+  if (deadlines)
+    for (std::uint32_t i = 0; i < count; ++i)
+      if (deadlines[i]) deadlines_.set_task(first + i, deadlines[i]);
   for (std::uint32_t i = 0; i < count; ++i) q_.publish(first + i, payloads[i]);
   return true;
 }
@@ -230,7 +247,7 @@ gpuos_status Submitter::wait(std::uint64_t ticket, const common::Deadline& deadl
       deadline, common::kCompletionBackoff);
   if (faulted && !q_.poll(ticket, r)) {
     why = run_.fault_reason();
-    return GPUOS_ERR_DEVICE_FAULT;
+    return run_.fault_status();
   }
   if (!done) return GPUOS_ERR_TIMEOUT;
   if (r.status == abi::kTaskOk) return GPUOS_OK;
@@ -250,7 +267,7 @@ gpuos_status Submitter::drain(const common::Deadline& deadline, std::string& why
       deadline, common::kCompletionBackoff);
   if (faulted && q_.reap() < end) {
     why = run_.fault_reason();
-    return GPUOS_ERR_DEVICE_FAULT;
+    return run_.fault_status();
   }
   return done ? GPUOS_OK : GPUOS_ERR_TIMEOUT;
 }

@@ -19,6 +19,7 @@
 #include "host/op_registry.hpp"
 #include "host/run_state.hpp"
 #include "host/submit_queue.hpp"
+#include "host/watchdog.hpp"
 #include "kernel/wire.h"
 
 namespace gpuos::detail {
@@ -32,7 +33,8 @@ struct Lane {
 
 class Submitter {
  public:
-  Submitter(SubmitQueue& q, RunState& run, const AcceptTable& accept);
+  /// Tasks' own deadlines (gpuos_task.deadline_ms) go into `deadlines` before they are published.
+  Submitter(SubmitQueue& q, RunState& run, const AcceptTable& accept, Deadlines& deadlines);
 
   /// Validates n user tasks (operator accepted, argument size, tiles) and enqueues them with consecutive
   /// tickets from `first`. blocking=false: returns false, submitting nothing, when the ring is full.
@@ -52,7 +54,8 @@ class Submitter {
   /// the lane's previous task: its dependency slot, join tasks past kMaxDeps, then `p`, whose ticket it
   /// returns. Dependencies already retired are dropped here (a failed one that is not order-only fails
   /// `p`); with none left, `p` goes alone. Blocks while the ring is full.
-  std::uint64_t enqueue_after(const abi::Payload& p, const std::vector<Dep>& deps, Lane* lane);
+  std::uint64_t enqueue_after(const abi::Payload& p, const std::vector<Dep>& deps, Lane* lane,
+                              std::uint32_t deadline_ms = 0);
   /// Throws Failure(GPUOS_ERR_INVALID_ARG) unless every ticket of after[0..n) was issued.
   void check_issued(const std::uint64_t* after, std::size_t n) const;
 
@@ -82,7 +85,9 @@ class Submitter {
  private:
   /// Publishes payloads[i] at tickets first + i; `internal`: the runtime's own (dependency slots, joins),
   /// not counted per operator or as failures. reserve(): the tickets, once there is room (blocking).
-  bool enqueue(const abi::Payload* payloads, std::uint32_t n, bool blocking, std::uint64_t& first);
+  /// `deadlines` (may be null): each payload's own deadline (0: none), recorded before it is published.
+  bool enqueue(const abi::Payload* payloads, std::uint32_t n, bool blocking, std::uint64_t& first,
+               const std::uint32_t* deadlines = nullptr);
   bool reserve(std::uint32_t n, bool blocking, std::uint64_t& first);
   void publish(std::uint64_t first, const std::vector<abi::Payload>& payloads, std::size_t task_index);
   /// The payload of a validated user task.
@@ -91,6 +96,7 @@ class Submitter {
   SubmitQueue& q_;
   RunState& run_;
   const AcceptTable& accept_;
+  Deadlines& deadlines_;
   std::atomic<int> active_{0};  // submitters between the closing check and their last publish
   std::mutex order_mu_;
   std::atomic<std::uint16_t> slots_[GPUOS_MAX_OPS];

@@ -103,7 +103,7 @@ __device__ __forceinline__ void wait_async() {
 }
 
 // ---- per-block shared state ----------------------------------------------------------------------
-enum Action : uint32_t { kIdle, kRunOwn, kHelp, kRunNext, kRunChain, kRunTaken, kSpecial, kGang, kExit };
+enum Action : uint32_t { kIdle, kRunOwn, kHelp, kRunNext, kRunChain, kRunTaken, kSpecial, kGang, kExit, kAbort };
 
 /// Graph nodes made ready at once (a node's successors, a launch's roots) go out in rounds of this many.
 inline constexpr uint32_t kReadyRound = GPUOS_BLOCK_THREADS;
@@ -147,6 +147,9 @@ struct BlockShared {
   uint32_t max_batch, claim_spread, claim_ahead_off;
   /// Worker blocks: this block's place in the order placed launches give their roles (placed_position).
   uint32_t placed_pos;
+  /// The watchdog's record of this block (DeviceState::work; null beyond the table) and its call count.
+  BlockWork* work;
+  uint32_t work_calls;
 };
 
 /// What a block's graph work keeps in shared memory, in the tiles' dynamic shared memory (free while a
@@ -165,6 +168,32 @@ __device__ __forceinline__ void cache_op_table(BlockShared& sh) {
     const OpEntry* e = i == GPUOS_OP_HEAP_CTL ? &gpuos_op_heap_ctl_entry : gpuos_op_table[i];
     sh.ops[i] = e ? *e : OpEntry{nullptr, nullptr, nullptr, 0u, 0u};
   }
+}
+
+/// All threads (thread 0 writes): the block is about to call operator `op` (its jump-table slot) for
+/// `ticket`, from tile `tile` (kWorkFinish: the finish function). Two plain stores a call, begin and end,
+/// no fence: the watchdog only needs to see a call that lasts (BlockWork).
+__device__ __forceinline__ void work_begin(BlockShared& sh, uint64_t ticket, uint32_t op, uint32_t tile) {
+  if (threadIdx.x == 0 && sh.work) {
+    const uint32_t call = ((++sh.work_calls & 0x7fffu) << 16) | (op & 0xffffu) | kWorkBusy;
+    const unsigned long long w1 = tile | (static_cast<unsigned long long>(call) << 32);
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(sh.work), "l"(ticket), "l"(w1) : "memory");
+  }
+}
+/// All threads (thread 0 writes): the call work_begin announced has returned.
+__device__ __forceinline__ void work_end(BlockShared& sh) {
+  if (threadIdx.x == 0 && sh.work) reinterpret_cast<volatile BlockWork*>(sh.work)->call = (sh.work_calls & 0x7fffu) << 16;
+}
+
+/// The host's watchdog gave up on this kernel (kAbortRun): ends the launch at once with a fault, as the
+/// host expects. A store to address 0 (never mapped) makes the driver end it with
+/// CUDA_ERROR_ILLEGAL_ADDRESS, reported to the host ~0.17 s later on an H100 (a trap: ~0.6 s); the
+/// host has already failed every pending task with its own reason. The trap is there in case the store
+/// does not fault.
+__device__ __noinline__ void abort_kernel() {
+  asm volatile("st.global.volatile.u32 [%0], %1;" ::"l"(0ull), "r"(0u) : "memory");
+  __nanosleep(1000000);
+  __trap();
 }
 
 /// The operator of the payload in sh, or null when it cannot run; `st` says why (kTaskOk otherwise).
@@ -601,7 +630,9 @@ __device__ __noinline__ void graph_start(const LaunchParams& p, BlockShared& sh,
 __device__ void finish(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& e, const TileCtx& c,
                        const OpEntry* op, uint32_t st) {
   if (op && op->finish) {
+    work_begin(sh, sh.ticket, sh.payload.op, kWorkFinish);
     op->finish(sh.payload.args, c);
+    work_end(sh);
     __syncthreads();
   }
   if (threadIdx.x == 0) release_writes(op);
@@ -803,10 +834,12 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
     }
     __syncthreads();
     uint32_t ran = count;
+    if (op) work_begin(sh, ticket, sh.payload.op, top);
     if (claims_in_call)
       ran = op->claim(sh.payload.args, sh.ctx, count, &sh.claims);
     else if (op)
       op->tile(sh.payload.args, sh.ctx, count);
+    if (op) work_end(sh);
     if (threadIdx.x == 0) {
       done += ran;
       if (claims_in_call && (inserted || !may_insert) && slot < kBoardSize) {
@@ -953,11 +986,17 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
     uint32_t st;
     const OpEntry* op = validate(sh, m.payload, st);
     const TileCtx ctx{0u, tiles, ticket, smem, &r->scratch};
-    if (op) op->tile(m.payload.args, ctx, 1u);
+    if (op) {
+      work_begin(sh, ticket, m.payload.op, 0u);
+      op->tile(m.payload.args, ctx, 1u);
+      work_end(sh);
+    }
     wait_async();
     __syncthreads();  // the tile's writes, the prefetch
     if (op && op->finish) {
+      work_begin(sh, ticket, m.payload.op, kWorkFinish);
       op->finish(m.payload.args, ctx);
+      work_end(sh);
       __syncthreads();
     }
     // Every thread decides alike, from shared memory no thread writes before the next barrier.
@@ -1007,7 +1046,7 @@ __device__ __noinline__ uint32_t placed_position(const DeviceState& s, void* sme
   constexpr uint32_t kSms = 256;
   uint32_t* hist = static_cast<uint32_t*>(smem);  // [kSms] workers per SM, then rank, place, bad
   const uint32_t n = gridDim.x, tid = threadIdx.x;
-  if (n > kMaxPlacedGrid) return blockIdx.x - 1;
+  if (n > kMaxBlockTable) return blockIdx.x - 1;
   for (uint32_t i = tid; i < kSms + 3; i += blockDim.x) hist[i] = 0;
   __syncthreads();
   const volatile uint16_t* sm = s.block_sm;
@@ -1131,11 +1170,15 @@ __device__ __noinline__ uint32_t run_claiming_item(BlockShared& sh, RoleShared& 
       if (tid == 0)
         rs.claims = claims_on(&pn.claim, next, left, spread, max_batch);
       __syncthreads();
+      work_begin(sh, ctx.ticket, pl.op, ctx.tile);
       ran += op->claim(pl.args, ctx, got, &rs.claims);
+      work_end(sh);
       __syncthreads();
       break;
     }
+    work_begin(sh, ctx.ticket, pl.op, ctx.tile);
     op->tile(pl.args, ctx, got);
+    work_end(sh);
     ran += got;
     if (left == 0) break;
     batch = next;
@@ -1215,7 +1258,11 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
     const TileCtx ctx{it.first + it.count - 1, pl.tiles, rs.ticket, smem, &rec.scratch};
     uint32_t ran = it.count;
     if (!claiming) {
-      if (op) op->tile(pl.args, ctx, it.count);
+      if (op) {
+        work_begin(sh, rs.ticket, pl.op, ctx.tile);
+        op->tile(pl.args, ctx, it.count);
+        work_end(sh);
+      }
     } else {
       ran = run_claiming_item(sh, rs, pn, op, pl, ctx);
     }
@@ -1257,7 +1304,9 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
     }
     if (!last) continue;
     if (op && op->finish) {
+      work_begin(sh, rs.ticket, pl.op, kWorkFinish);
       op->finish(pl.args, ctx);
+      work_end(sh);
       __syncthreads();
     }
     if (tid == 0) {
@@ -1413,6 +1462,9 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
     w[0] = tid == 0 ? resolve_op(chunk.x, alias) : chunk.x;
     w[1] = chunk.y;
     w[2] = chunk.z;
+    // The watchdog's record, before the barrier the tile waits for anyway; it goes idle after the
+    // completion record (both off the waiting caller's path: +0.1 us on a nop's round trip otherwise).
+    if (tid == 0) work_begin(sh, head, w[0] & 0xffffu, 0u);
   }
   const TileCtx ctx{0u, 1u, head, smem, &sh.local_scratch};
   __syncthreads();
@@ -1424,6 +1476,7 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
   __syncthreads();  // the tile's writes, before the record
   if (timing && tid == 0) stamp[3] = global_ns();
   if (op && op->finish) {
+    work_begin(sh, head, sh.payload.op, kWorkFinish);
     op->finish(sh.payload.args, ctx);
     __syncthreads();
   }
@@ -1431,6 +1484,7 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
     release_writes(op);
     host_record(p, ctx.ticket, st, st == kTaskOk ? blockIdx.x + 1 : sh.payload.op);
   }
+  work_end(sh);
   uint64_t steps = 0;
   if (tid == 0) {
     if (timing) {
@@ -1625,7 +1679,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       }
     }
     if (tid == 0) {
-      pr.stop = stop_run == p.run_id;
+      pr.stop = stop_run == p.run_id || stop_run == kAbortRun;
       pr.tiles0 = v[0].y;  // chunk 0 of slot 0: op|arg_bytes|hints, tiles, args[0..3]
       pr.w0 = v[0].x;
       polls[(iter + 1) % 3] = empty_poll();  // the next poll's
@@ -1693,7 +1747,10 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
         dev_ref<uint64_t>(s.special_post).store(post, cuda::memory_order_relaxed);
         uint64_t done;
-        while (((done = dev_ref<uint64_t>(s.special_done).load(cuda::memory_order_relaxed)) >> 8) != post) {
+        for (uint32_t spins = 1;
+             ((done = dev_ref<uint64_t>(s.special_done).load(cuda::memory_order_relaxed)) >> 8) != post; ++spins) {
+          // Every worker may be held by an operator the watchdog gave up on: the abort is seen here too.
+          if ((spins & 4095u) == 0 && load_sys_u64(&p.control->stop_run) == kAbortRun) abort_kernel();
         }
         cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
         pr.taken = static_cast<uint32_t>(done & 0xffu);
@@ -1772,6 +1829,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     window = next_window(window, ready, more0);
   }
   if (tid == 0) {
+    if (load_sys_u64(&p.control->stop_run) == kAbortRun) abort_kernel();
     store_sys_u64(&p.control->fetched, head);
     store_sys_u64(&p.control->stop_seen_run, p.run_id);  // diagnostics: when a stop reached the device
     s.exit_head = head;
@@ -1849,14 +1907,18 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
           // A placed launch this block has not looked at yet (the same line: both reads in flight at once).
           static_assert(offsetof(DeviceState, gang_seq) / 128 == offsetof(DeviceState, head) / 128 &&
                         offsetof(DeviceState, gang_seq) % 16 == 0);
-          const uint64_t gang = dev_ref<uint64_t>(s.gang_seq).load(cuda::memory_order_relaxed);
+          // With the watchdog's abort word beside it: one 16-byte read.
+          const ulonglong2 ga = load_relaxed_v2(&s.gang_seq);
+          const uint64_t gang = ga.x;
           // A poll the front end waits on (special_job): first come, first served. Each block tries a
           // post once (the front end posts the next only after this one is done, so the post a block
           // missed is another's).
           uint64_t expect = post - 1;
           const bool fresh = post != cs.tried_post;
           cs.tried_post = post;
-          if (fresh &&
+          if (ga.y == kAbortRun) {
+            action = kAbort;
+          } else if (fresh &&
               dev_ref<uint64_t>(s.special_taken).compare_exchange_strong(expect, post, cuda::memory_order_acq_rel)) {
             action = kSpecial;
             target = post;
@@ -1926,6 +1988,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
     const uint32_t bslot = sh.board_slot;
     __syncthreads();
     if (action == kExit) return;
+    if (action == kAbort) abort_kernel();
     TaskRecord& r = *reinterpret_cast<TaskRecord*>(target);
     if (action == kSpecial) {
       backoff = 0;
@@ -1980,12 +2043,14 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
   uint64_t gang0 = 0;
   if (threadIdx.x == 0) {
     gang0 = *reinterpret_cast<const volatile uint64_t*>(&s.gang_seq);
-    if (blockIdx.x < gpuos::abi::kMaxPlacedGrid) {
+    if (blockIdx.x < gpuos::abi::kMaxBlockTable) {
       uint32_t smid;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
       s.block_sm[blockIdx.x] = static_cast<uint16_t>(smid < 0xffffu ? smid : 0xffffu);
     }
     sh.max_batch = s.max_batch;
+    sh.work = blockIdx.x < gpuos::abi::kMaxBlockTable ? &s.work[blockIdx.x] : nullptr;
+    sh.work_calls = 0;
     sh.claim_spread = s.claim_spread;
     sh.claim_ahead_off = s.claim_ahead_off;
   }

@@ -350,8 +350,29 @@ GPUOS_HD inline constexpr uint64_t trace_step(uint64_t steps, unsigned k) {
   return (steps >> (42 - 21 * k)) & kTraceStepMask;
 }
 
-/// Most blocks a grid has for placed launches to order their roles by SM (DeviceState::block_sm).
-inline constexpr uint32_t kMaxPlacedGrid = 2048;
+/// Most blocks a grid has in the per-block tables (DeviceState::block_sm, work): placed launches order
+/// the roles of such blocks by SM, and the watchdog sees what they run. A larger grid's blocks beyond it
+/// have no entry.
+inline constexpr uint32_t kMaxBlockTable = 2048;
+
+/// What a block is running, for the host's watchdog (DeviceState::work; host/watchdog.cpp): thread 0
+/// writes it before each call of an operator (its tiles' adapter or its finish function) and marks it
+/// idle after, two stores and no fence. The host copies the table now and then and judges a call by how
+/// long it keeps seeing the same record.
+struct alignas(16) BlockWork {
+  uint64_t ticket;  ///< the host ticket the call runs for (a graph node's: its launch's)
+  uint32_t tile;    ///< the first tile of the call; kWorkFinish: the task's finish function
+  /// bits 0-15: the operator (its jump-table slot); 16-30: the block's call count (mod 2^15), which
+  /// tells two calls with the same ticket, tile and operator apart; 31: busy (0 once the call returned).
+  uint32_t call;
+};
+inline constexpr uint32_t kWorkFinish = 0xffffffffu;
+inline constexpr uint32_t kWorkBusy = 1u << 31;
+
+/// HostControl::stop_run and DeviceState::abort: the host's watchdog gave up on the running kernel (a
+/// call past its deadline, a shutdown that could not drain); the first block to see it ends the launch
+/// with a fault (kernel/scheduler.cu, abort_kernel).
+inline constexpr uint64_t kAbortRun = ~0ull;
 
 /// Number of multi-tile tasks idle blocks can help with at once.
 inline constexpr uint32_t kBoardSize = 64;
@@ -372,8 +393,11 @@ struct alignas(128) DeviceState {
   /// read both in one 16-byte load with `head`'s line; the instance is written first, `gang_seq` last
   /// (release).
   uint64_t gang_seq;
+  /// kAbortRun once the host's watchdog gave up on the kernel (written by a copy: idle workers read it
+  /// with gang_seq, in one 16-byte load).
+  uint64_t abort;
   uint64_t gang_exec;
-  uint64_t pad0[10];
+  uint64_t pad0[9];
   uint64_t claim;  ///< next ticket a worker block claims
   uint64_t special_taken;  ///< the last post a worker took (compare-and-swap from post - 1)
   uint64_t pad1[14];
@@ -416,7 +440,9 @@ struct alignas(128) DeviceState {
   Chunk special_chunks[GPUOS_BLOCK_THREADS];
   /// The SM of each block of the running launch (%smid), written as it starts: placed launches order
   /// their roles by it. A larger grid's roles follow block order.
-  uint16_t block_sm[kMaxPlacedGrid];
+  uint16_t block_sm[kMaxBlockTable];
+  /// What each block of the running launch is calling (BlockWork), for the host's watchdog.
+  BlockWork work[kMaxBlockTable];
 };
 
 /// The one kernel parameter.
@@ -487,12 +513,15 @@ static_assert(sizeof(GraphRun) == 128 && sizeof(GraphShape) == 128 && sizeof(Gra
 static_assert(sizeof(ReadyBatch) == 64);
 static_assert(offsetof(DeviceState, claim) == 128 && offsetof(DeviceState, closed) == 256);
 static_assert(offsetof(DeviceState, board) == 384);
-static_assert(offsetof(DeviceState, gang_seq) == 32 && offsetof(DeviceState, gang_exec) == 40);
+static_assert(offsetof(DeviceState, gang_seq) == 32 && offsetof(DeviceState, abort) == 40 &&
+              offsetof(DeviceState, gang_exec) == 48);
+static_assert(sizeof(BlockWork) == 16);
 static_assert(offsetof(DeviceState, gang_busy) == 320);
 static_assert(sizeof(PlacedItem) == 32 && sizeof(PlacedWait) == 8 && sizeof(PlacedNode) == 16);
 static_assert(offsetof(DeviceState, alias) == 896 && offsetof(DeviceState, completed) == 1408);
 static_assert(offsetof(DeviceState, special_chunks) == 1536);
-static_assert(sizeof(DeviceState) == 1536 + 16 * GPUOS_BLOCK_THREADS + 2 * kMaxPlacedGrid);
+static_assert(offsetof(DeviceState, work) == 1536 + 16 * GPUOS_BLOCK_THREADS + 2 * kMaxBlockTable);
+static_assert(sizeof(DeviceState) == 1536 + 16 * GPUOS_BLOCK_THREADS + 18 * kMaxBlockTable);
 static_assert(sizeof(ControlArgs) == 8);
 static_assert(offsetof(LaunchParams, heap) == 56);
 static_assert(offsetof(HeapReply, stats) == 16 && offsetof(HeapReply, message) == 152);

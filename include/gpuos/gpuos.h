@@ -39,7 +39,10 @@ typedef enum gpuos_status {
   GPUOS_ERR_TASK_FAILED = 8,  /* the device rejected the task (see gpuos_last_error) */
   GPUOS_ERR_OUT_OF_MEMORY = 9,
   GPUOS_ERR_UNSUPPORTED = 10, /* the device cannot run the resident kernel (arch, cooperative launch) */
-  GPUOS_ERR_INTERNAL = 11
+  GPUOS_ERR_INTERNAL = 11,
+  GPUOS_ERR_HUNG = 12         /* the watchdog gave up: an operator call ran past its deadline, or a shutdown
+                                 could not drain (gpuos_last_error names the task, operator, tile, block
+                                 and SM); the runtime stopped serving and every pending task fails with this */
 } gpuos_status;
 
 /* Name of a status, e.g. "GPUOS_ERR_QUEUE_FULL". Never NULL. */
@@ -69,7 +72,15 @@ typedef struct gpuos_options {
    *   0 = never; otherwise in [100, 10000000]. */
   uint32_t slice_us;
   uint32_t park_us;
-  uint32_t reserved;
+  /* The watchdog: the longest one call of an operator may run (a tile, a batch of tiles a block runs in
+   * one call, a finish function), in ms. A call past it is reported (its task, operator, tile, block and
+   * SM, in gpuos_last_error and gpuos_diagnose), every pending task fails with GPUOS_ERR_HUNG at once,
+   * and the kernel is ended with a fault, so that nothing in the process waits for it for ever: as after
+   * a device fault, the process must restart to use the GPU again (docs/design.md, "Hung operators").
+   * Calls are seen every 5 ms, so one is reported 0-5 ms (plus the host's scheduling) past its deadline.
+   * Default 10000; 0 = none (only the per-task and per-operator deadlines apply); otherwise >= 10.
+   * gpuos_task.deadline_ms overrides it for a task, gpuos_set_op_deadline for an operator. */
+  uint32_t deadline_ms;
   /* The device heap (gpuos_alloc, gpuos::dev::malloc): device memory allocated at boot that lives as long
    * as the runtime, across suspend/resume. 0 = no heap; otherwise at least 1 MiB. Default 256 MiB. */
   uint64_t heap_bytes;
@@ -93,11 +104,17 @@ GPUOS_API void gpuos_options_init(gpuos_options* opts);
 GPUOS_API gpuos_status gpuos_create(const gpuos_options* opts, gpuos_runtime** out);
 
 /* Drains every submitted task, stops the kernel and frees the runtime. NULL is a no-op.
- * After a device fault it frees what it can and resets the device's primary context. */
+ * After a device fault, or once the watchdog gave up, it frees what it can and resets the device's
+ * primary context. It never waits for ever: see gpuos_shutdown. */
 GPUOS_API gpuos_status gpuos_destroy(gpuos_runtime* rt);
 
 /* Graceful stop without freeing: new submits fail with GPUOS_ERR_UNAVAILABLE, every task submitted
- * before is drained, the kernel stops. Waits and stats keep working until gpuos_destroy. Idempotent. */
+ * before is drained, the kernel stops. Waits and stats keep working until gpuos_destroy. Idempotent.
+ * The drain gives up once no task has completed for GPUOS_DRAIN_STALL ms (30 s by default) or the
+ * watchdog's deadline where that is longer: the runtime is then declared hung (GPUOS_ERR_HUNG, every
+ * pending task fails) and the kernel is ended as the watchdog ends it. A kernel that cannot be ended
+ * (every block held by a hung operator) keeps its memory and the primary context (freeing them would
+ * wait for it for ever): gpuos_destroy then returns GPUOS_ERR_HUNG and the process should exit. */
 GPUOS_API gpuos_status gpuos_shutdown(gpuos_runtime* rt);
 
 typedef struct gpuos_task {
@@ -105,7 +122,8 @@ typedef struct gpuos_task {
   uint32_t tiles;     /* 1..2^30; built-ins: gpuos_tiles_for(n) */
   const void* args;   /* argument struct, copied at submit */
   uint32_t arg_bytes; /* must equal the operator's argument size */
-  uint32_t reserved;
+  uint32_t deadline_ms; /* the watchdog's deadline for each call of this task's operator (gpuos_options
+                           deadline_ms); 0 = the operator's (gpuos_set_op_deadline), else the runtime's */
 } gpuos_task;
 
 /* Submits one task; blocks while the queue is full. Thread-safe. */
@@ -192,10 +210,16 @@ GPUOS_API gpuos_status gpuos_get_stats(gpuos_runtime* rt, gpuos_stats* out);
 GPUOS_API gpuos_status gpuos_suspend(gpuos_runtime* rt);
 GPUOS_API gpuos_status gpuos_resume(gpuos_runtime* rt);
 
+/* The watchdog's deadline (ms, >= 10; 0 = the runtime's gpuos_options.deadline_ms again) for every call
+ * of operator `op` (a built-in or loaded operator's id; a call is judged by the operator it runs, so an
+ * alias has none of its own: GPUOS_ERR_INVALID_ARG), unless a task sets its own. Applies to calls running
+ * now too. */
+GPUOS_API gpuos_status gpuos_set_op_deadline(gpuos_runtime* rt, uint32_t op, uint32_t deadline_ms);
+
 /* Writes a plain-text report of the runtime's internal state into buf (at most cap bytes, always
  * NUL-terminated when cap > 0): the fault's reason (if any), host counters, the kernel's control
- * words, the device scheduler's state and, for the oldest pending task, its ring slot, device-queue
- * entry and completion record. For hang
+ * words, the device scheduler's state, what every block is running (operator, ticket, tile, for how
+ * long) and, for the oldest pending task, its ring slot, device-queue entry and completion record. For hang
  * diagnosis and bug reports; safe while the kernel runs. *needed (if not NULL) receives the full length
  * + 1. */
 GPUOS_API gpuos_status gpuos_diagnose(gpuos_runtime* rt, char* buf, size_t cap, size_t* needed);

@@ -60,6 +60,8 @@ struct Task {
   std::uint32_t op = GPUOS_OP_NOP;
   std::uint32_t tiles = 1;
   std::uint32_t arg_bytes = 0;
+  /// The watchdog's deadline for this task's calls (gpuos_task.deadline_ms; 0 = the operator's or runtime's).
+  std::uint32_t deadline_ms = 0;
   alignas(8) unsigned char args[GPUOS_MAX_ARG_BYTES] = {};
 
   template <class Args>
@@ -73,7 +75,11 @@ struct Task {
     std::memcpy(t.args, &a, sizeof(Args));
     return t;
   }
-  gpuos_task c() const { return gpuos_task{op, tiles, arg_bytes ? args : nullptr, arg_bytes, 0}; }
+  Task& with_deadline(std::uint32_t ms) {
+    deadline_ms = ms;
+    return *this;
+  }
+  gpuos_task c() const { return gpuos_task{op, tiles, arg_bytes ? args : nullptr, arg_bytes, deadline_ms}; }
 };
 
 /// Builders for the built-in operators (ids and argument layouts from gpuos/builtin_ops.h).
@@ -109,6 +115,11 @@ struct Options : gpuos_options {
   Options& with_residency(std::uint32_t slice, std::uint32_t park) {
     slice_us = slice;
     park_us = park;
+    return *this;
+  }
+  /// The watchdog's deadline on every operator call, in ms (gpuos_options.deadline_ms; 0 = none).
+  Options& with_deadline(std::uint32_t ms) {
+    deadline_ms = ms;
     return *this;
   }
   Options& with_heap(std::uint64_t bytes, std::uint32_t flags = 0) {
@@ -214,6 +225,8 @@ class Runtime {
   void shutdown() { detail::check(gpuos_shutdown(rt_)); }
   void resume() { detail::check(gpuos_resume(rt_)); }
 
+  /// The watchdog's deadline for every call of operator `op` (gpuos_set_op_deadline; 0 = the runtime's).
+  void set_op_deadline(std::uint32_t op, std::uint32_t ms) { detail::check(gpuos_set_op_deadline(rt_, op, ms)); }
   /// Plain-text report of the runtime's internal state (see gpuos_diagnose).
   std::string diagnose() const { return text_of(gpuos_diagnose); }
   /// The statistics as Prometheus text (see gpuos_metrics).
@@ -315,6 +328,13 @@ class Runtime {
   }
 
   gpuos_runtime* handle() const noexcept { return rt_; }
+  /// Gives the handle up: the caller destroys it with gpuos_destroy (whose status says whether the
+  /// kernel could be ended). The Runtime is empty afterwards.
+  gpuos_runtime* release() noexcept {
+    gpuos_runtime* r = rt_;
+    rt_ = nullptr;
+    return r;
+  }
 
  private:
   static std::vector<gpuos_task> c_tasks(std::span<const Task> ts) {

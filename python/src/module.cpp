@@ -94,7 +94,7 @@ std::uint64_t count_of(std::optional<std::uint64_t> n, std::initializer_list<con
 
 // ---- tasks ------------------------------------------------------------------------------------------------
 
-gpuos::Task make_task(std::uint32_t op, std::uint32_t tiles, nb::bytes args) {
+gpuos::Task make_task(std::uint32_t op, std::uint32_t tiles, nb::bytes args, std::uint32_t deadline_ms) {
   if (args.size() > GPUOS_MAX_ARG_BYTES)
     throw nb::value_error(("arguments of " + std::to_string(args.size()) + " bytes exceed GPUOS_MAX_ARG_BYTES (" +
                            std::to_string(GPUOS_MAX_ARG_BYTES) + ")").c_str());
@@ -103,6 +103,7 @@ gpuos::Task make_task(std::uint32_t op, std::uint32_t tiles, nb::bytes args) {
   t.op = op;
   t.tiles = tiles;
   t.arg_bytes = static_cast<std::uint32_t>(args.size());
+  t.deadline_ms = deadline_ms;
   if (args.size()) std::memcpy(t.args, args.c_str(), args.size());
   return t;
 }
@@ -160,6 +161,7 @@ gpuos::Options options_of(const nb::kwargs& kw, OptionStrings& keep) {
     else if (key == "blocks_per_sm") o.blocks_per_sm = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "slice_us") o.slice_us = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "park_us") o.park_us = option_value<std::uint32_t>(key, v, "an int >= 0");
+    else if (key == "deadline_ms") o.deadline_ms = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "heap_bytes") o.heap_bytes = option_value<std::uint64_t>(key, v, "an int >= 0");
     else if (key == "heap_arenas") o.heap_arenas = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "heap_checked") o.heap_flags = option_value<bool>(key, v, "a bool") ? GPUOS_HEAP_CHECKED : 0u;
@@ -417,11 +419,15 @@ NB_MODULE(_gpuos, m) {
       "The device and the grid a runtime with these options would use, without booting it.");
 
   nb::class_<gpuos::Task>(m, "Task", "A task: an operator id, its tile count and a copy of its argument struct.")
-      .def(nb::new_([](std::uint32_t op, std::uint32_t tiles, nb::bytes args) { return make_task(op, tiles, args); }),
-           "op"_a, "tiles"_a = 1, "args"_a = nb::bytes(""),
-           "`args`: the operator's argument struct as bytes (at most MAX_ARG_BYTES), e.g. from struct.pack.")
+      .def(nb::new_([](std::uint32_t op, std::uint32_t tiles, nb::bytes args, std::uint32_t deadline_ms) {
+             return make_task(op, tiles, args, deadline_ms);
+           }),
+           "op"_a, "tiles"_a = 1, "args"_a = nb::bytes(""), "deadline_ms"_a = 0,
+           "`args`: the operator's argument struct as bytes (at most MAX_ARG_BYTES), e.g. from struct.pack. "
+           "`deadline_ms`: the watchdog's deadline for this task's calls (0: the operator's or the runtime's).")
       .def_ro("op", &gpuos::Task::op)
       .def_ro("tiles", &gpuos::Task::tiles)
+      .def_ro("deadline_ms", &gpuos::Task::deadline_ms)
       .def_prop_ro("args", [](const gpuos::Task& t) { return nb::bytes(reinterpret_cast<const char*>(t.args), t.arg_bytes); })
       .def("__repr__", [](const gpuos::Task& t) {
         return "gpuos.Task(op=" + std::to_string(t.op) + ", tiles=" + std::to_string(t.tiles) + ", " +
@@ -483,7 +489,7 @@ NB_MODULE(_gpuos, m) {
 
   nb::class_<PyRuntime>(m, "Runtime", nb::is_weak_referenceable(),
                         "A resident kernel on one GPU. Options as keywords: device, sm_budget, queue_capacity, "
-                        "blocks_per_sm, slice_us, park_us, heap_bytes, heap_arenas, heap_checked, cache_dir, include_dir, "
+                        "blocks_per_sm, slice_us, park_us, deadline_ms, heap_bytes, heap_arenas, heap_checked, cache_dir, include_dir, "
                         "cccl_dir (gpuos/gpuos.h, docs/configuration.md). Use it as a context manager, or call close().")
       .def(nb::new_([](const nb::kwargs& kw) {
         OptionStrings keep;
@@ -589,6 +595,11 @@ NB_MODULE(_gpuos, m) {
           },
           "name"_a)
       .def("op_id", [](PyRuntime& r, const std::string& name) { return r.rt().op_id(name); }, "name"_a)
+      .def(
+          "set_op_deadline", [](PyRuntime& r, std::uint32_t op, std::uint32_t ms) { r.rt().set_op_deadline(op, ms); },
+          "op"_a, "deadline_ms"_a,
+          "The watchdog's deadline (ms) for every call of operator `op`, unless a task sets its own (0: the "
+          "runtime's deadline_ms).")
       .def(
           "alias_set",
           [](PyRuntime& r, const std::string& alias, const std::string& target) {

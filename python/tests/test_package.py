@@ -43,12 +43,16 @@ def test_options_are_checked():
         gpuos.Runtime(park_us=-1)
     with pytest.raises(TypeError, match="option device takes an int"):
         gpuos.query_device(device=1.5)
+    with pytest.raises(gpuos.Error, match="deadline_ms must be 0 \\(no watchdog\\) or at least 10"):
+        gpuos.Runtime(deadline_ms=5)
 
 
 def test_task_arguments_are_checked():
     t = gpuos.Task(300, tiles=7, args=b"\x01\x02\x03")
     assert (t.op, t.tiles, t.args) == (300, 7, b"\x01\x02\x03")
     assert gpuos.Task(4).args == b""
+    assert gpuos.Task(4).deadline_ms == 0
+    assert gpuos.Task(4, deadline_ms=250).deadline_ms == 250
     with pytest.raises(ValueError, match="exceed GPUOS_MAX_ARG_BYTES"):
         gpuos.Task(300, args=bytes(89))
     gpuos.Task(300, args=bytes(88))

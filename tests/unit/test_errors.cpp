@@ -10,9 +10,10 @@
 #include "gpuos/gpuos.hpp"
 
 TEST_CASE("every status has a name") {
-  for (int s = GPUOS_OK; s <= GPUOS_ERR_INTERNAL; ++s)
+  for (int s = GPUOS_OK; s <= GPUOS_ERR_HUNG; ++s)
     CHECK(std::string(gpuos_status_name(static_cast<gpuos_status>(s))).rfind("GPUOS_", 0) == 0);
   CHECK(std::string(gpuos_status_name(static_cast<gpuos_status>(999))) == "GPUOS_ERR_UNKNOWN");
+  CHECK(std::string(gpuos_status_name(GPUOS_ERR_HUNG)) == "GPUOS_ERR_HUNG");
 }
 
 TEST_CASE("options: defaults and validation before any device is touched") {
@@ -53,14 +54,27 @@ TEST_CASE("options: residency defaults and validation") {
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
     CHECK(std::string(gpuos_last_error()).find("park_us must be 0") != std::string::npos);
   }
-  gpuos_options_init(&o);
-  o.reserved = 1;
-  CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
-  CHECK(std::string(gpuos_last_error()).find("reserved") != std::string::npos);
   CHECK(rt == nullptr);
   const gpuos::Options cpp = gpuos::Options().with_residency(0, 500);
   CHECK(cpp.slice_us == 0);
   CHECK(cpp.park_us == 500);
+}
+
+TEST_CASE("options: the watchdog's deadline, its default and validation") {
+  gpuos_options o;
+  gpuos_options_init(&o);
+  CHECK(o.deadline_ms == 10000);
+  gpuos_runtime* rt = nullptr;
+  for (uint32_t bad : {1u, 9u}) {
+    o.deadline_ms = bad;
+    CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
+    CHECK(std::string(gpuos_last_error()).find("deadline_ms must be 0 (no watchdog) or at least 10") != std::string::npos);
+  }
+  CHECK(rt == nullptr);
+  CHECK(gpuos::Options().with_deadline(250).deadline_ms == 250);
+  CHECK(gpuos::Task().with_deadline(40).c().deadline_ms == 40);
+  CHECK(gpuos_set_op_deadline(nullptr, 0, 100) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_destroy(nullptr) == GPUOS_OK);
 }
 
 TEST_CASE("options: the heap's defaults and validation") {

@@ -1,0 +1,180 @@
+// The watchdog: an operator call past its deadline fails every pending task with GPUOS_ERR_HUNG, named
+// (task, operator, tile, block, SM), and the kernel is ended so that destroy returns; deadlines per
+// task and per operator; a shutdown that cannot drain gives up. A hung runtime ends the kernel with a
+// fault, which takes the process's context with it: each case runs in a process of its own (meson's
+// tests and scripts/gpu_run.sh select one case per run; names without commas, which doctest's filters
+// would split).
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/gpu/gpu_fixture.hpp"
+
+using namespace gpuos;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// `spin`: tile `stuck` never returns. `dwell`: each tile busy-waits `ns` (a legitimately long call).
+constexpr const char* kSource = R"(
+#include "gpuos/op.cuh"
+struct SpinArgs { unsigned int stuck; unsigned int pad; };
+__device__ void spin_tile(const SpinArgs& a, const gpuos::TileCtx& c) {
+  if (c.tile == a.stuck)
+    for (;;) __nanosleep(100000);
+}
+GPUOS_OPERATOR(spin, SpinArgs, spin_tile)
+
+struct DwellArgs { unsigned long long ns; };
+__device__ void dwell_tile(const DwellArgs& a, const gpuos::TileCtx&) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(10000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < a.ns);
+}
+GPUOS_OPERATOR(dwell, DwellArgs, dwell_tile)
+)";
+
+struct SpinArgs {
+  uint32_t stuck, pad;
+};
+struct DwellArgs {
+  uint64_t ns;
+};
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+/// After the runtime gave up: the next one in this process either works or is refused promptly and
+/// clearly (the driver decides; recovering means restarting the process).
+void check_next_boot() {
+  gpuos_runtime* again = nullptr;
+  const auto t0 = Clock::now();
+  const gpuos_status s = gpuos_create(nullptr, &again);
+  MESSAGE("a new runtime after the watchdog gave up: " << std::string(gpuos_status_name(s)) << " "
+                                                         << std::string(gpuos_last_error()) << " (" << ms_since(t0)
+                                                         << " ms)");
+  if (s == GPUOS_OK) {
+    uint64_t k = 0;
+    gpuos_task nop{GPUOS_OP_NOP, 1, nullptr, 0, 0};
+    CHECK(gpuos_submit(again, &nop, &k) == GPUOS_OK);
+    CHECK(gpuos_wait(again, k, 5'000'000'000) == GPUOS_OK);
+    CHECK(gpuos_destroy(again) == GPUOS_OK);
+  } else {
+    CHECK(s == GPUOS_ERR_DEVICE_FAULT);
+  }
+  CHECK(ms_since(t0) < 5000);
+}
+
+}  // namespace
+
+TEST_CASE("watchdog: a hung tile fails every pending task with GPUOS_ERR_HUNG and names it; destroy returns") {
+  Runtime rt(Options().with_deadline(200));
+  gpuos_runtime* const raw = rt.handle();
+  rt.load_operator_source("watchdog_ops.cu", kSource);
+  const uint32_t spin = rt.op_id("spin");
+  const Ticket hung = rt.submit(Task::make(spin, 8, SpinArgs{5, 0}));
+  std::vector<Ticket> behind;
+  for (int i = 0; i < 200; ++i) behind.push_back(rt.submit(ops::nop()));
+  const auto t0 = Clock::now();
+  const gpuos_status s = gpuos_wait(raw, hung, 10'000'000'000);
+  const double waited = ms_since(t0);
+  const std::string why = gpuos_last_error();
+  MESSAGE("hung task failed after " << waited << " ms: " << why);
+  CHECK(s == GPUOS_ERR_HUNG);
+  CHECK(waited < 1000);  // deadline 200 ms, seen every 5 ms: promptly, not at the wait's timeout
+  CHECK(has(why, "task " + std::to_string(hung)));
+  CHECK(has(why, "operator 'spin' (id " + std::to_string(spin) + ")"));
+  CHECK(has(why, "tile 5"));
+  CHECK(has(why, "block "));
+  CHECK(has(why, "(SM "));
+  CHECK(has(why, "past its deadline of 200 ms"));
+  // Every task behind it completed before or fails with the same cause; none hangs.
+  size_t ok = 0, failed = 0;
+  for (Ticket t : behind) {
+    const gpuos_status w = gpuos_wait(raw, t, 1'000'000'000);
+    ok += w == GPUOS_OK;
+    failed += w == GPUOS_ERR_HUNG;
+  }
+  CHECK(ok + failed == behind.size());
+  uint64_t k = 0;
+  gpuos_task nop{GPUOS_OP_NOP, 1, nullptr, 0, 0};
+  CHECK(gpuos_submit(raw, &nop, &k) == GPUOS_ERR_HUNG);
+  const std::string report = rt.diagnose();
+  INFO(report);
+  CHECK(has(report, "spin"));
+  CHECK(has(report, "tile 5"));
+  const auto t1 = Clock::now();
+  CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);  // the kernel was ended: everything freed, the context reset
+  const double destroyed = ms_since(t1);
+  MESSAGE("destroy took " << destroyed << " ms");
+  CHECK(destroyed < 3000);
+  check_next_boot();
+}
+
+TEST_CASE("watchdog: deadlines per task and per operator; long calls within theirs run and diagnose shows them") {
+  Runtime rt(Options().with_deadline(100));
+  gpuos_runtime* const raw = rt.handle();
+  rt.load_operator_source("watchdog_ops.cu", kSource);
+  const uint32_t dwell = rt.op_id("dwell");
+  // 300 ms calls: past the runtime's 100 ms, within the task's 2 s.
+  CHECK(rt.wait(rt.submit(Task::make(dwell, 4, DwellArgs{300'000'000}).with_deadline(2000)), 10s));
+  // Within the operator's 1 s.
+  rt.set_op_deadline(dwell, 1000);
+  CHECK(rt.wait(rt.submit(Task::make(dwell, 1, DwellArgs{300'000'000})), 10s));
+  // What the blocks run, while they run it.
+  const Ticket long_one = rt.submit(Task::make(dwell, 1, DwellArgs{600'000'000}));
+  std::this_thread::sleep_for(300ms);
+  const std::string report = rt.diagnose();
+  INFO(report);
+  CHECK(has(report, "1 in an operator call"));
+  CHECK(has(report, "task " + std::to_string(long_one) + ", operator 'dwell'"));
+  CHECK(has(report, "(deadline 1000 ms)"));
+  CHECK(rt.wait(long_one, 10s));
+  // Bad deadlines are refused, and change nothing.
+  CHECK(gpuos_set_op_deadline(raw, dwell, 5) == GPUOS_ERR_INVALID_ARG);
+  CHECK(gpuos_set_op_deadline(raw, 4000, 100) == GPUOS_ERR_INVALID_ARG);
+  rt.alias_set("dwell_alias", "dwell");
+  CHECK(gpuos_set_op_deadline(raw, rt.op_id("dwell_alias"), 100) == GPUOS_ERR_INVALID_ARG);
+  CHECK(has(gpuos_last_error(), "alias"));
+  gpuos_task bad = Task::make(dwell, 1, DwellArgs{1}).with_deadline(5).c();
+  uint64_t k = 0;
+  CHECK(gpuos_submit(raw, &bad, &k) == GPUOS_ERR_INVALID_ARG);
+  // A task's own deadline wins over its operator's, both ways: 150 ms calls under a 100 ms task deadline.
+  const auto t0 = Clock::now();
+  const Ticket cut = rt.submit(Task::make(dwell, 1, DwellArgs{150'000'000}).with_deadline(100));
+  CHECK(gpuos_wait(raw, cut, 10'000'000'000) == GPUOS_ERR_HUNG);
+  MESSAGE("cut after " << ms_since(t0) << " ms: " << gpuos_last_error());
+  CHECK(has(gpuos_last_error(), "past its deadline of 100 ms"));
+  CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);
+}
+
+TEST_CASE("watchdog: with no deadline a shutdown that cannot drain gives up after GPUOS_DRAIN_STALL") {
+  setenv("GPUOS_DRAIN_STALL", "500", 1);
+  Runtime rt(Options().with_deadline(0));
+  unsetenv("GPUOS_DRAIN_STALL");
+  gpuos_runtime* const raw = rt.handle();
+  rt.load_operator_source("watchdog_ops.cu", kSource);
+  const Ticket hung = rt.submit(Task::make(rt.op_id("spin"), 1, SpinArgs{0, 0}));
+  // No deadline: the task stays pending.
+  CHECK(gpuos_wait(raw, hung, 300'000'000) == GPUOS_ERR_TIMEOUT);
+  const auto t0 = Clock::now();
+  CHECK(gpuos_shutdown(raw) == GPUOS_OK);
+  const double took = ms_since(t0);
+  MESSAGE("shutdown gave up after " << took << " ms");
+  CHECK(took < 3000);
+  CHECK(gpuos_wait(raw, hung, 0) == GPUOS_ERR_HUNG);
+  const std::string why = gpuos_last_error();
+  INFO(why);
+  CHECK(has(why, "shutdown: no task completed for 500 ms"));
+  CHECK(has(why, "operator 'spin'"));
+  CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);
+}
