@@ -1,7 +1,8 @@
 // Dual slot: two versions of an operator under two names, one alias flipping between them with
 // alias_set / alias_rollback while threads keep submitting through the alias. The switch is a task in
 // the queue: every task before it runs the old slot, every task after it the new one, with no quiesce
-// (the kernel is never relaunched).
+// (the kernel is never relaunched). The same for multi-tile tasks, sums with a finish function and
+// batches through two aliases: every tile and every finish once, on its ticket's slot.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -53,6 +54,56 @@ TEST_CASE("dual slot: 400 alias flips and rollbacks under load from 4 threads: o
     CHECK(checked == load.submitted());
     MESSAGE(checked << " tasks, " << cuts.size() << " alias switches");
   }
+}
+
+TEST_CASE("dual slot: multi-tile tasks, sums with a finish function and batches across 400 flips of two aliases under load from 4 threads: every tile and finish once, on its ticket's slot") {
+  constexpr unsigned kThreads = 4;
+  // Paced: at most 8 M tiles a second per thread (~13 k tasks); the pools last 2 s at that pace, the
+  // flips take ~0.25 s.
+  constexpr double kTilesPerSecond = 8e6;
+  test::MultiTileBuffers buf(kThreads, test::MultiTileBuffers::records_for(kTilesPerSecond, 2.0), size_t{1} << 18);
+  Runtime rt(Options().with_residency(0, 0));  // launches counted: no quiesce during the flips
+  const uint32_t grid = static_cast<uint32_t>(rt.device_info().grid_blocks);
+  rt.load_operator_source("mt_a.cu", test::multi_tile_source("mt_a", 1));
+  rt.load_operator_source("mt_b.cu", test::multi_tile_source("mt_b", 2));
+  // The boot image is retired now; a suspend unloads it, so no idle-time unload (a relaunch) can
+  // happen during the flips.
+  rt.suspend();
+  rt.resume();
+  const uint64_t launches = rt.stats().launches;
+  // One alias per operator, flipped one after the other: each has its own cuts.
+  test::Cuts tile_cuts, sum_cuts;
+  tile_cuts.push_back({rt.alias_set("mt_tiles", "mt_a_tiles"), 1});
+  sum_cuts.push_back({rt.alias_set("mt_sum", "mt_a_sum"), 1});
+  const uint32_t tiles_op = rt.op_id("mt_tiles"), sum_op = rt.op_id("mt_sum");
+  CHECK(tiles_op != rt.op_id("mt_a_tiles"));
+  CHECK(sum_op != rt.op_id("mt_a_sum"));
+  test::MultiTileLoad load(rt, buf, tiles_op, sum_op, kTilesPerSecond);
+  std::this_thread::sleep_for(5ms);
+  for (int i = 0; i < 100; ++i) {
+    tile_cuts.push_back({rt.alias_set("mt_tiles", "mt_b_tiles"), 2});
+    sum_cuts.push_back({rt.alias_set("mt_sum", "mt_b_sum"), 2});
+    std::this_thread::sleep_for(1ms);
+    tile_cuts.push_back({rt.alias_rollback("mt_tiles"), 1});
+    sum_cuts.push_back({rt.alias_rollback("mt_sum"), 1});
+    std::this_thread::sleep_for(1ms);
+  }
+  load.stop();
+  CHECK(load.error() == "");
+  CHECK_FALSE(load.ran_out());
+  REQUIRE(test::drain_or_report(rt, 30s));
+  const Stats s = rt.stats();
+  CHECK(s.completed == s.submitted);
+  CHECK(s.failed == 0);
+  CHECK(s.submitted == load.submitted() + tile_cuts.size() + sum_cuts.size());  // tasks + control tasks
+  CHECK(s.launches == launches);                                                 // no quiesce
+  CHECK(test::completed_of(rt, tiles_op) == load.submitted_of(false));
+  CHECK(test::completed_of(rt, sum_op) == load.submitted_of(true));
+  const test::MultiTileReport r = test::check_multi_tile(load, buf, tile_cuts, sum_cuts, grid);
+  CHECK(r.tasks == load.submitted());
+  MESSAGE(r.tasks << " tasks (" << r.batched << " from batches, " << r.over_grid << " of at least twice the grid of "
+                  << grid << " blocks), " << r.tiles << " tiles, " << tile_cuts.size() + sum_cuts.size()
+                  << " alias switches");
 }
 
 TEST_CASE("dual slot: alias misuse fails clearly and changes nothing") {

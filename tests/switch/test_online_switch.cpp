@@ -1,7 +1,9 @@
 // Hot-patching by generation: an operator overwritten in place while threads keep submitting. Every
 // task runs exactly once, on the old code if its ticket is below the new generation's first ticket and
-// on the new code otherwise; completed == submitted. Broken sources never replace a working version;
-// removal retires an operator after its tasks; a generation rollback is a relaunch.
+// on the new code otherwise; completed == submitted. The same for multi-tile tasks, sums with a finish
+// function and batches: every tile and every finish once, on its ticket's generation. Broken sources
+// never replace a working version; removal retires an operator after its tasks; a generation rollback
+// is a relaunch.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -58,6 +60,48 @@ TEST_CASE("online switch: an operator overwritten 6 times under load from 4 thre
     MESSAGE(submitted << " tasks over " << cuts.size() << " versions");
   }
   for (size_t i = 1; i < cuts.size(); ++i) CHECK(cuts[i].first >= cuts[i - 1].first);
+}
+
+TEST_CASE("online switch: multi-tile tasks, sums with a finish function and batches across 4 switches under load from 4 threads: every tile and finish once, on its ticket's version") {
+  constexpr unsigned kThreads = 4;
+  // Paced: at most 8 M tiles a second per thread (~13 k tasks). The pools last 3 s at that pace even if
+  // every task were a tile-recording one (half are); the four builds (100-200 ms each) and their 10 ms
+  // gaps must all land while the load runs (every cut is checked to have tasks on both sides).
+  constexpr double kTilesPerSecond = 8e6;
+  test::MultiTileBuffers buf(kThreads, test::MultiTileBuffers::records_for(kTilesPerSecond, 3.0), size_t{1} << 18);
+  test::Cuts cuts;
+  Runtime rt(Options().with_residency(0, 0));  // launches counted: the switches' alone (no slice)
+  const uint32_t grid = static_cast<uint32_t>(rt.device_info().grid_blocks);
+  rt.load_operator_source("mt.cu", test::multi_tile_source("mt", 1));
+  const uint32_t tiles_op = rt.op_id("mt_tiles"), sum_op = rt.op_id("mt_sum");
+  cuts.push_back({0, 1});
+  test::MultiTileLoad load(rt, buf, tiles_op, sum_op, kTilesPerSecond);
+  std::this_thread::sleep_for(20ms);
+  for (unsigned v = 2; v <= 16; v *= 2) {
+    const auto g = rt.load_operator_source("mt.cu", test::multi_tile_source("mt", v));
+    CHECK(g.changed == 1);
+    CHECK(rt.op_id("mt_tiles") == tiles_op);  // replaced in place: same ids
+    CHECK(rt.op_id("mt_sum") == sum_op);
+    MESSAGE("version " << v << ": generation " << g.number << ", first ticket " << g.first_ticket << ", build "
+                       << g.build_ns / 1e6 << " ms, pause " << g.pause_ns / 1e3 << " us");
+    cuts.push_back({g.first_ticket, v});
+    std::this_thread::sleep_for(10ms);
+  }
+  load.stop();
+  CHECK(load.error() == "");
+  CHECK_FALSE(load.ran_out());
+  REQUIRE(test::drain_or_report(rt, 30s));
+  const Stats s = rt.stats();
+  CHECK(s.submitted == load.submitted());
+  CHECK(s.completed == s.submitted);
+  CHECK(s.failed == 0);
+  CHECK(s.launches == 1 + 1 + 4);  // boot, version 1, four replacements
+  CHECK(test::completed_of(rt, tiles_op) == load.submitted_of(false));
+  CHECK(test::completed_of(rt, sum_op) == load.submitted_of(true));
+  const test::MultiTileReport r = test::check_multi_tile(load, buf, cuts, cuts, grid);
+  CHECK(r.tasks == load.submitted());
+  MESSAGE(r.tasks << " tasks (" << r.batched << " from batches, " << r.over_grid << " of at least twice the grid of "
+                  << grid << " blocks), " << r.tiles << " tiles, over " << cuts.size() << " versions");
 }
 
 TEST_CASE("online switch: a broken source never replaces the working version; its error is reported until fixed") {
