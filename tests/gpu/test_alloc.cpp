@@ -482,3 +482,150 @@ TEST_CASE("heap requests are served through generation switches; a user's suspen
   CHECK(other_errors.load() == 0);
   require_heap_ok(rt);
 }
+
+TEST_CASE("device-side bad frees: double, foreign, interior, and one warp freeing a block 32 times at once") {
+  // From inside the resident kernel, as an operator would: every refusal is returned with its code and
+  // counted; nothing is corrupted. The warp's 32 frees of one pointer go through the group path (a
+  // warp's frees are served together): one frees the block, 31 are double frees.
+  static const char* kSource = R"(#include <gpuos/op.cuh>
+struct BadFreeArgs { unsigned* out; void* foreign; unsigned interior; };
+__device__ void bad_frees(const BadFreeArgs& a, const gpuos::TileCtx& c) {
+  void** shared = static_cast<void**>(c.smem);
+  if (threadIdx.x == 0) {
+    void* p = gpuos::dev::malloc(64);
+    a.out[0] = p != nullptr;
+    a.out[1] = gpuos::dev::free(p);
+    a.out[2] = gpuos::dev::free(p);
+    a.out[3] = gpuos::dev::free(a.foreign);
+    void* r = gpuos::dev::malloc(256);
+    a.out[4] = a.interior ? gpuos::dev::free(static_cast<char*>(r) + 32) : 5u;
+    a.out[5] = gpuos::dev::free(r);
+    *shared = gpuos::dev::malloc(128);
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const unsigned st = gpuos::dev::free(*shared);
+    atomicAdd(&a.out[st == 0u ? 6 : st == 6u ? 7 : 8], 1u);
+  }
+}
+GPUOS_OPERATOR(bad_frees, BadFreeArgs, bad_frees)
+)";
+  struct BadFreeArgs {
+    unsigned* out;
+    void* foreign;
+    unsigned interior;
+  };
+  test::DeviceBuffer foreign(64), out(16);
+  for (const uint32_t flags : {GPUOS_HEAP_CHECKED, 0u}) {
+    CAPTURE(flags);
+    out.upload(std::vector<float>(16, 0.0f));
+    Runtime rt(Options().with_heap(64ull << 20, flags));
+    rt.load_operator_source("bad_frees.cu", kSource);
+    const bool checked = flags != 0;
+    // An interior pointer is only recognized in checked mode (unchecked, freeing one is undefined).
+    REQUIRE(rt.wait(rt.submit(Task::make(rt.op_id("bad_frees"), 1,
+                                         BadFreeArgs{reinterpret_cast<unsigned*>(out.get()), foreign.get(), checked ? 1u : 0u})),
+                    30s));
+    std::vector<unsigned> o(16);
+    test::copy_to_host(o.data(), out.get(), 16 * sizeof(unsigned));
+    CHECK(o[0] == 1u);
+    CHECK(o[1] == 0u);  // freed
+    CHECK(o[2] == 6u);  // double free
+    CHECK(o[3] == 5u);  // foreign
+    CHECK(o[4] == 5u);  // interior (checked), or not attempted
+    CHECK(o[5] == 0u);
+    CHECK(o[6] == 1u);   // one of the warp's frees freed the block
+    CHECK(o[7] == 31u);  // the others were double frees
+    CHECK(o[8] == 0u);
+    const HeapStats s = rt.heap_stats();
+    CHECK(s.double_free == 32);
+    CHECK(s.bad_free == (checked ? 2u : 1u));
+    CHECK(s.used_blocks == 0);
+    CHECK(s.allocs == s.frees);
+    require_heap_ok(rt);
+  }
+}
+
+TEST_CASE("the heap checker reports a corrupted block header; restored, the heap is whole again") {
+  Runtime rt(Options().with_heap(16ull << 20));
+  void* p = rt.alloc(1000);
+  void* q = rt.alloc(5000);
+  require_heap_ok(rt);
+  // The header of q's block: the 16 bytes before its payload.
+  unsigned char* hdr = static_cast<unsigned char*>(q) - 16;
+  unsigned char saved[16], junk[16];
+  test::copy_to_host(saved, hdr, 16);
+  for (unsigned char& b : junk) b = 0xa5;
+  test::copy_to_device(hdr, junk, 16);
+  std::string why;
+  CHECK_FALSE(rt.heap_check(&why));
+  INFO(why);
+  CHECK(why.find("arena") != std::string::npos);  // where: the arena and offset of the bad block
+  test::copy_to_device(hdr, saved, 16);
+  require_heap_ok(rt);
+  rt.free(q);
+  rt.free(p);
+  CHECK(rt.heap_stats().used_blocks == 0);
+  require_heap_ok(rt);
+}
+
+TEST_CASE("device stress with sizes from 1 B to 64 MB: blocks do not overlap; out of memory is a null") {
+  // Each of 32 lanes per tile allocates sizes spread evenly over the powers of two from 1 B to 64 MB,
+  // writes its first and last 8 bytes, checks them, frees. Large requests fail with null when the pool
+  // is full of others (counted, never a hang); every block that was served must be its own.
+  static const char* kSource = R"(#include <gpuos/op.cuh>
+struct BigArgs { unsigned long long* ctr; unsigned iters; unsigned seed; };
+__device__ void big_stress(const BigArgs& a, const gpuos::TileCtx& c) {
+  if (threadIdx.x >= 32) return;
+  unsigned s = a.seed ^ (c.tile * 7919u + threadIdx.x * 104729u);
+  for (unsigned i = 0; i < a.iters; ++i) {
+    s = s * 1664525u + 1013904223u;
+    const unsigned k = (s >> 8) % 27u;                        // 2^0 .. 2^26 B
+    const unsigned long long n = (1ull << k) + ((s >> 20) % (1u << (k < 12 ? k : 12)));
+    unsigned char* p = static_cast<unsigned char*>(gpuos::dev::malloc(n));
+    if (!p) { atomicAdd(&a.ctr[2], 1ull); continue; }
+    atomicAdd(&a.ctr[1], 1ull);
+    if (n >= (32ull << 20)) atomicAdd(&a.ctr[4], 1ull);
+    const unsigned long long tag = (static_cast<unsigned long long>(s) << 32) | (c.tile * 32u + threadIdx.x);
+    // The first bytes and, from 16 bytes on, the last 8 carry the lane's tag.
+    for (unsigned long long b = 0; b < 8 && b < n; ++b) p[b] = static_cast<unsigned char>(tag >> (8 * b));
+    if (n >= 16)
+      for (unsigned long long b = 0; b < 8; ++b) p[n - 1 - b] = static_cast<unsigned char>(tag >> (8 * b));
+    bool ok = true;
+    for (unsigned long long b = 0; b < 8 && b < n; ++b) ok = ok && p[b] == static_cast<unsigned char>(tag >> (8 * b));
+    if (n >= 16)
+      for (unsigned long long b = 0; b < 8; ++b) ok = ok && p[n - 1 - b] == static_cast<unsigned char>(tag >> (8 * b));
+    if (!ok) atomicAdd(&a.ctr[0], 1ull);
+    if (gpuos::dev::free(p) != 0u) atomicAdd(&a.ctr[3], 1ull);
+  }
+}
+GPUOS_OPERATOR(big_stress, BigArgs, big_stress)
+)";
+  struct BigArgs {
+    unsigned long long* ctr;
+    unsigned iters;
+    unsigned seed;
+  };
+  test::DeviceBuffer ctr_buf(16);
+  const std::vector<uint64_t> zero(8, 0);
+  test::copy_to_device(ctr_buf.get(), zero.data(), zero.size() * sizeof(uint64_t));
+  auto* ctr = reinterpret_cast<unsigned long long*>(ctr_buf.get());
+  Runtime rt(Options().with_heap(1ull << 30));
+  rt.load_operator_source("big_stress.cu", kSource);
+  const uint32_t tiles = static_cast<uint32_t>(rt.device_info().sm_count);
+  constexpr unsigned kIters = 40;
+  REQUIRE(rt.wait(rt.submit(Task::make(rt.op_id("big_stress"), tiles, BigArgs{ctr, kIters, 12345u})), 120s));
+  std::vector<uint64_t> c(8);
+  test::copy_to_host(c.data(), ctr_buf.get(), c.size() * sizeof(uint64_t));
+  MESSAGE("1 B - 64 MB: " << c[1] << " served (" << c[4] << " of 32 MB or more), " << c[2] << " nulls");
+  CHECK(c[0] == 0);  // every served block was the lane's own
+  CHECK(c[3] == 0);  // every free succeeded
+  CHECK(c[1] + c[2] == uint64_t(tiles) * 32 * kIters);
+  CHECK(c[4] > 0);   // large blocks were served too
+  const HeapStats s = rt.heap_stats();
+  CHECK(s.used_blocks == 0);
+  CHECK(s.allocs == s.frees);
+  CHECK(s.failed_allocs == c[2]);
+  CHECK(s.bad_free + s.double_free == 0);
+  require_heap_ok(rt);
+}

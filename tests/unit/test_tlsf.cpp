@@ -1141,3 +1141,69 @@ TEST_CASE("tlsf: the heap relocates: all metadata is offsets from the pool base"
   require_empty(c);
   std::free(c);
 }
+
+TEST_CASE("tlsf: a warp's group of mixed sizes (1 B .. 64 MB), served as the device serves it: blocks its own, small requests served") {
+  // serve_group is what warp_alloc's leader runs: 32 requests of any sizes, carved arena by arena. The
+  // geometry is a runtime's 1 GiB heap (8 arenas per SM on 132 SMs, a quarter of it one large arena).
+  tlsf::Options opt;
+  opt.large_bytes = 256 * MiB;
+  Heap h(1 * GiB, 1056, opt);
+  tlsf::Control* c = h.c();
+  Rng rng(77);
+  std::vector<std::pair<char*, uint64_t>> live;  // payload, requested bytes
+  auto tag_of = [](const char* p) { return reinterpret_cast<uint64_t>(p) * 0x9e3779b97f4a7c15ull; };
+  // The block's first bytes and, from 16 bytes on, its last 8 carry a tag of its address.
+  auto write_tags = [&](char* p, uint64_t n) {
+    const uint64_t t = tag_of(p);
+    for (uint64_t b = 0; b < 8 && b < n; ++b) p[b] = static_cast<char>(t >> (8 * b));
+    if (n >= 16)
+      for (uint64_t b = 0; b < 8; ++b) p[n - 1 - b] = static_cast<char>(t >> (8 * b));
+  };
+  auto tags_ok = [&](const char* p, uint64_t n) {
+    const uint64_t t = tag_of(p);
+    for (uint64_t b = 0; b < 8 && b < n; ++b)
+      if (p[b] != static_cast<char>(t >> (8 * b))) return false;
+    if (n >= 16)
+      for (uint64_t b = 0; b < 8; ++b)
+        if (p[n - 1 - b] != static_cast<char>(t >> (8 * b))) return false;
+    return true;
+  };
+  uint64_t served = 0, large = 0, nulls = 0, small_nulls = 0;
+  for (int round = 0; round < 3000; ++round) {
+    uint64_t bytes[32], needs[32], offs[32];
+    for (int j = 0; j < 32; ++j) {
+      const uint64_t k = rng.next() % 27;
+      bytes[j] = (1ull << k) + rng.next() % (1ull << (k < 12 ? k : 12));
+      needs[j] = tlsf::detail::block_size_for(bytes[j]);
+    }
+    const uint32_t got = tlsf::detail::serve_group(c, needs, 32, static_cast<uint32_t>(rng.next() % 2112), offs);
+    CHECK(got == static_cast<uint32_t>(std::count_if(offs, offs + 32, [](uint64_t o) { return o != tlsf::kNil; })));
+    for (int j = 0; j < 32; ++j) {
+      if (offs[j] == tlsf::kNil) {
+        ++nulls;
+        small_nulls += bytes[j] <= 64 * 1024;  // the small arenas have room for these at all times here
+        continue;
+      }
+      char* p = h.base() + offs[j] + tlsf::kHeader;
+      write_tags(p, bytes[j]);
+      live.push_back({p, bytes[j]});
+      ++served;
+      large += bytes[j] >= 32 * MiB;
+    }
+    for (const auto& [p, n] : live) REQUIRE_MESSAGE(tags_ok(p, n), "round " << round << ": a block was overwritten");
+    // Free about half, in a random order (the others stay and fragment the arenas).
+    for (std::size_t i = live.size(); i-- > 0;) {
+      if (rng.next() % 2 == 0) continue;
+      REQUIRE(tlsf::free(c, live[i].first) == tlsf::kOk);
+      live[i] = live.back();
+      live.pop_back();
+    }
+    if (round % 250 == 0) require_valid(c);
+  }
+  for (const auto& [p, n] : live) REQUIRE(tlsf::free(c, p) == tlsf::kOk);
+  MESSAGE("served " << served << " (" << large << " of 32 MB or more), " << nulls << " nulls");
+  CHECK(large > 0);
+  // A large request that cannot be served fails alone: the small ones of its group are served.
+  CHECK(small_nulls == 0);
+  require_empty(c);
+}
