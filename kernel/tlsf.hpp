@@ -1304,43 +1304,54 @@ __device__ inline uint32_t warp_hint() {
 /// blocks' headers itself, then hands each lane its pointer. Lanes asking for larger alignments are
 /// served per (bytes, align) group by alloc_n. Each lane gets its own ordinary block, which it may free
 /// on its own, from any thread. Null when the heap cannot serve the request (never a wait).
+///
+/// Lanes of one warp may call it at different times (independent thread scheduling: lanes that took
+/// another branch, e.g. after a null, call it from a later loop iteration while the others are still in
+/// warp_free), and lanes that called it apart may run its later instructions together. So
+/// __activemask() is the mask of the first collective only: a collective with it may report lanes that
+/// are outside it (a ballot's bit is set for every *active* lane, and gpuos_dev_malloc as compiled into
+/// the run-time images treats the __activemask() value as warp-uniform: R2UR of one lane's mask, a
+/// BRA.DIV that checks only that mask's lanes are converged, then an unmasked VOTE / SHFL over whatever
+/// lanes are active). Every later collective uses the mask the first one returned (a __match_any_sync
+/// result: the same value in every lane it names, and one the compiler treats as divergent, so it checks
+/// it fully: match on the mask, the active set, the union). The leader, the count and each lane's rank
+/// come from that mask. warp_free follows the same rule.
 __device__ inline void* warp_alloc(Control* c, uint64_t bytes, uint64_t align, uint32_t hint) {
   using namespace detail;
-  const unsigned active = __activemask();
   const unsigned lane = threadIdx.x & 31u;
   const unsigned below_me = (1u << lane) - 1u;
   const bool fast = initialised(c) && is_pow2(align) && align <= kAlign && bytes <= kMaxRequest &&
                     block_size_for(bytes) <= c->max_arena;
-  const unsigned group = __ballot_sync(active, fast);
-  void* mine = nullptr;
-  if (group != 0) {
+  // The lanes that run this together, split by `fast`: each lane gets the lanes of its own kind.
+  const unsigned group = __match_any_sync(__activemask(), fast ? 1u : 0u);
+  if (fast) {
     const int leader = __ffs(group) - 1;
     const bool is_leader = static_cast<int>(lane) == leader;
     const uint32_t n = __popc(group), rank = __popc(group & below_me);
-    const uint64_t need = fast ? block_size_for(bytes) : 0;
+    const uint64_t need = block_size_for(bytes);
     uint64_t needs[32], offs[32];
     uint32_t r = 0;
     for (unsigned m = group; m != 0; m &= m - 1) {
-      const uint64_t v = __shfl_sync(active, need, __ffs(m) - 1);
+      const uint64_t v = __shfl_sync(group, need, __ffs(m) - 1);
       if (is_leader) needs[r++] = v;
     }
     if (is_leader) serve_group(c, needs, n, hint, offs);
+    void* mine = nullptr;
     for (uint32_t k = 0; k < n; ++k) {
-      const uint64_t off = __shfl_sync(active, is_leader ? offs[k] : 0ull, leader);
-      if (fast && k == rank && off != kNil) mine = base_of(c) + off + kHeader;
+      const uint64_t off = __shfl_sync(group, is_leader ? offs[k] : 0ull, leader);
+      if (k == rank && off != kNil) mine = base_of(c) + off + kHeader;
     }
+    return mine;
   }
-  if (group == active) return mine;
   // Alignment above 16, or a request that fails anyway: per (bytes, align) group, block by block.
-  const unsigned slow = active & ~group;
-  if (fast) return mine;
-  const unsigned peers = __match_any_sync(slow, bytes) & __match_any_sync(slow, align);
+  const unsigned peers = __match_any_sync(__match_any_sync(group, bytes), align);
   const int leader = __ffs(peers) - 1;
   const bool is_leader = static_cast<int>(lane) == leader;
   const unsigned rank = __popc(peers & below_me);
   const unsigned n = __popc(peers);
   void* got[32];
   if (is_leader) alloc_n(c, bytes, align, hint, n, got);
+  void* mine = nullptr;
   for (unsigned i = 0; i < n; ++i) {
     const unsigned long long v =
         __shfl_sync(peers, is_leader ? reinterpret_cast<unsigned long long>(got[i]) : 0ull, leader);
