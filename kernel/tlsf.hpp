@@ -1215,6 +1215,68 @@ GPUOS_HD GPUOS_TLSF_COLD inline CheckResult check(Control* c) {
   return r;
 }
 
+namespace detail {
+/// Arena visiting order of a request (alloc_n's): [large,] home, home + 1, ..., home - 1[, large].
+GPUOS_HD inline uint32_t visit(uint32_t k, uint32_t home, uint32_t small, bool large_first) {
+  if (large_first) return k == 0 ? small : (home + k - 1) % small;
+  return k < small ? (home + k) % small : small;
+}
+
+/// Serves requests order[first .. last) of a group (block sizes needs[], by index) arena by arena in
+/// alloc_n's order, one lock acquisition per arena visited, carve_locked in each; offs[] receives each
+/// served request's header offset. The requests are in ascending size, so the first one no arena can
+/// serve leaves the rest (as large or larger) unserved too. Returns the index in `order` it stopped at.
+GPUOS_HD inline uint32_t serve_sorted(Control* c, const uint64_t* needs, const uint8_t* order, uint32_t first,
+                                      uint32_t last, bool large_first, uint32_t hint, uint64_t* offs) {
+  char* base = base_of(c);
+  const uint32_t small = c->small_arenas, narenas = small + c->has_large;
+  const uint32_t home = hint % small;
+  uint32_t got = first;
+  GPUOS_TLSF_NO_UNROLL
+  for (uint32_t v = 0; v < narenas && got < last; ++v) {
+    Arena& a = arenas(c)[visit(v, home, small, large_first)];
+    if (v != 0 && !may_serve(a, needs[order[got]])) continue;
+    lock(a);
+    got = carve_locked(base, a, got, last, [needs, order](uint32_t j) { return needs[order[j]]; },
+                       [offs, order](uint32_t j, uint64_t off) { offs[order[j]] = off; });
+    unlock(a);
+  }
+  return got;
+}
+
+/// Leader side of warp_alloc: serves a group's requests (block sizes needs[0..n), n <= 32, 16-byte
+/// alignment); offs[r] receives the header offset of request r, or kNil. The requests below the large
+/// arena's threshold are served from the small arenas first, the others from the large arena first
+/// (as alloc serves each), each part in ascending size: one large request that cannot be served fails
+/// alone, not with every request behind it. Returns how many were served.
+GPUOS_HD inline uint32_t serve_group(Control* c, const uint64_t* needs, uint32_t n, uint32_t hint, uint64_t* offs) {
+  // The order: small requests, then large ones, each ascending (insertion sort: a warp's requests are
+  // most often alike, and then this is one pass).
+  uint8_t order[32];
+  uint32_t nsmall = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    offs[r] = kNil;
+    nsmall += !(c->has_large && needs[r] >= c->large_threshold);
+  }
+  uint32_t is = 0, il = nsmall;
+  for (uint32_t r = 0; r < n; ++r) {
+    const bool large = c->has_large && needs[r] >= c->large_threshold;
+    uint32_t i = large ? il++ : is++;
+    const uint32_t lo = large ? nsmall : 0u;
+    while (i > lo && needs[order[i - 1]] > needs[r]) {
+      order[i] = order[i - 1];
+      --i;
+    }
+    order[i] = static_cast<uint8_t>(r);
+  }
+  const uint32_t s_end = serve_sorted(c, needs, order, 0, nsmall, false, hint, offs);
+  const uint32_t l_end = serve_sorted(c, needs, order, nsmall, n, true, hint, offs);
+  const uint32_t got = s_end + (l_end - nsmall);
+  if (got < n) count(c->failed_allocs, n - got);
+  return got;
+}
+}  // namespace detail
+
 // ---- hints ----------------------------------------------------------------------------------------
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 /// Home-arena hint on the device: the SM the caller runs on (blocks of one SM share an arena and its
@@ -1234,37 +1296,6 @@ __device__ inline uint32_t warp_hint() {
   return sm_hint() * 16u + (w & 15u);
 }
 
-namespace detail {
-/// Arena visiting order of a request (alloc_n's): [large,] home, home + 1, ..., home - 1[, large].
-GPUOS_HD inline uint32_t visit(uint32_t k, uint32_t home, uint32_t small, bool large_first) {
-  if (large_first) return k == 0 ? small : (home + k - 1) % small;
-  return k < small ? (home + k) % small : small;
-}
-
-/// Leader side of warp_alloc: serves a group's requests (block sizes needs[0..n), 16-byte alignment)
-/// arena by arena in alloc_n's order, one lock acquisition per arena visited, carve_locked in each.
-/// offs[r] receives the header offset of request r, or kNil. Returns how many were served.
-__device__ inline uint32_t serve_group(Control* c, const uint64_t* needs, uint32_t n, uint64_t max_need,
-                                       uint32_t hint, uint64_t* offs) {
-  char* base = base_of(c);
-  const uint32_t small = c->small_arenas, narenas = small + c->has_large;
-  const bool large_first = c->has_large && max_need >= c->large_threshold;
-  const uint32_t home = hint % small;
-  uint32_t got = 0;
-  GPUOS_TLSF_NO_UNROLL
-  for (uint32_t v = 0; v < narenas && got < n; ++v) {
-    Arena& a = arenas(c)[visit(v, home, small, large_first)];
-    if (v != 0 && !may_serve(a, needs[got])) continue;
-    lock(a);
-    got = carve_locked(base, a, got, n, [needs](uint32_t j) { return needs[j]; },
-                       [offs](uint32_t j, uint64_t off) { offs[j] = off; });
-    unlock(a);
-  }
-  for (uint32_t r = got; r < n; ++r) offs[r] = kNil;
-  if (got < n) count(c->failed_allocs, n - got);
-  return got;
-}
-}  // namespace detail
 
 /// Warp-aggregated allocation: every active lane calls it with its own request. The lanes asking for
 /// 16-byte alignment (any sizes) form one group; a leader gathers their sizes and serves them all under
@@ -1273,47 +1304,54 @@ __device__ inline uint32_t serve_group(Control* c, const uint64_t* needs, uint32
 /// blocks' headers itself, then hands each lane its pointer. Lanes asking for larger alignments are
 /// served per (bytes, align) group by alloc_n. Each lane gets its own ordinary block, which it may free
 /// on its own, from any thread. Null when the heap cannot serve the request (never a wait).
+///
+/// Lanes of one warp may call it at different times (independent thread scheduling: lanes that took
+/// another branch, e.g. after a null, call it from a later loop iteration while the others are still in
+/// warp_free), and lanes that called it apart may run its later instructions together. So
+/// __activemask() is the mask of the first collective only: a collective with it may report lanes that
+/// are outside it (a ballot's bit is set for every *active* lane, and gpuos_dev_malloc as compiled into
+/// the run-time images treats the __activemask() value as warp-uniform: R2UR of one lane's mask, a
+/// BRA.DIV that checks only that mask's lanes are converged, then an unmasked VOTE / SHFL over whatever
+/// lanes are active). Every later collective uses the mask the first one returned (a __match_any_sync
+/// result: the same value in every lane it names, and one the compiler treats as divergent, so it checks
+/// it fully: match on the mask, the active set, the union). The leader, the count and each lane's rank
+/// come from that mask. warp_free follows the same rule.
 __device__ inline void* warp_alloc(Control* c, uint64_t bytes, uint64_t align, uint32_t hint) {
   using namespace detail;
-  const unsigned active = __activemask();
   const unsigned lane = threadIdx.x & 31u;
   const unsigned below_me = (1u << lane) - 1u;
   const bool fast = initialised(c) && is_pow2(align) && align <= kAlign && bytes <= kMaxRequest &&
                     block_size_for(bytes) <= c->max_arena;
-  const unsigned group = __ballot_sync(active, fast);
-  void* mine = nullptr;
-  if (group != 0) {
+  // The lanes that run this together, split by `fast`: each lane gets the lanes of its own kind.
+  const unsigned group = __match_any_sync(__activemask(), fast ? 1u : 0u);
+  if (fast) {
     const int leader = __ffs(group) - 1;
     const bool is_leader = static_cast<int>(lane) == leader;
     const uint32_t n = __popc(group), rank = __popc(group & below_me);
-    const uint64_t need = fast ? block_size_for(bytes) : 0;
+    const uint64_t need = block_size_for(bytes);
     uint64_t needs[32], offs[32];
-    uint64_t max_need = 0;
     uint32_t r = 0;
     for (unsigned m = group; m != 0; m &= m - 1) {
-      const uint64_t v = __shfl_sync(active, need, __ffs(m) - 1);
-      if (is_leader) {
-        needs[r++] = v;
-        max_need = v > max_need ? v : max_need;
-      }
+      const uint64_t v = __shfl_sync(group, need, __ffs(m) - 1);
+      if (is_leader) needs[r++] = v;
     }
-    if (is_leader) serve_group(c, needs, n, max_need, hint, offs);
+    if (is_leader) serve_group(c, needs, n, hint, offs);
+    void* mine = nullptr;
     for (uint32_t k = 0; k < n; ++k) {
-      const uint64_t off = __shfl_sync(active, is_leader ? offs[k] : 0ull, leader);
-      if (fast && k == rank && off != kNil) mine = base_of(c) + off + kHeader;
+      const uint64_t off = __shfl_sync(group, is_leader ? offs[k] : 0ull, leader);
+      if (k == rank && off != kNil) mine = base_of(c) + off + kHeader;
     }
+    return mine;
   }
-  if (group == active) return mine;
   // Alignment above 16, or a request that fails anyway: per (bytes, align) group, block by block.
-  const unsigned slow = active & ~group;
-  if (fast) return mine;
-  const unsigned peers = __match_any_sync(slow, bytes) & __match_any_sync(slow, align);
+  const unsigned peers = __match_any_sync(__match_any_sync(group, bytes), align);
   const int leader = __ffs(peers) - 1;
   const bool is_leader = static_cast<int>(lane) == leader;
   const unsigned rank = __popc(peers & below_me);
   const unsigned n = __popc(peers);
   void* got[32];
   if (is_leader) alloc_n(c, bytes, align, hint, n, got);
+  void* mine = nullptr;
   for (unsigned i = 0; i < n; ++i) {
     const unsigned long long v =
         __shfl_sync(peers, is_leader ? reinterpret_cast<unsigned long long>(got[i]) : 0ull, leader);

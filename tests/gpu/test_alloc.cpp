@@ -568,3 +568,64 @@ TEST_CASE("the heap checker reports a corrupted block header; restored, the heap
   CHECK(rt.heap_stats().used_blocks == 0);
   require_heap_ok(rt);
 }
+
+TEST_CASE("device stress with sizes from 1 B to 64 MB: blocks do not overlap; out of memory is a null") {
+  // Each of 32 lanes per tile allocates sizes spread evenly over the powers of two from 1 B to 64 MB,
+  // writes its first and last 8 bytes, checks them, frees. Large requests fail with null when the pool
+  // is full of others (counted, never a hang); every block that was served must be its own.
+  static const char* kSource = R"(#include <gpuos/op.cuh>
+struct BigArgs { unsigned long long* ctr; unsigned iters; unsigned seed; };
+__device__ void big_stress(const BigArgs& a, const gpuos::TileCtx& c) {
+  if (threadIdx.x >= 32) return;
+  unsigned s = a.seed ^ (c.tile * 7919u + threadIdx.x * 104729u);
+  for (unsigned i = 0; i < a.iters; ++i) {
+    s = s * 1664525u + 1013904223u;
+    const unsigned k = (s >> 8) % 27u;                        // 2^0 .. 2^26 B
+    const unsigned long long n = (1ull << k) + ((s >> 20) % (1u << (k < 12 ? k : 12)));
+    unsigned char* p = static_cast<unsigned char*>(gpuos::dev::malloc(n));
+    if (!p) { atomicAdd(&a.ctr[2], 1ull); continue; }
+    atomicAdd(&a.ctr[1], 1ull);
+    if (n >= (32ull << 20)) atomicAdd(&a.ctr[4], 1ull);
+    const unsigned long long tag = (static_cast<unsigned long long>(s) << 32) | (c.tile * 32u + threadIdx.x);
+    // The first bytes and, from 16 bytes on, the last 8 carry the lane's tag.
+    for (unsigned long long b = 0; b < 8 && b < n; ++b) p[b] = static_cast<unsigned char>(tag >> (8 * b));
+    if (n >= 16)
+      for (unsigned long long b = 0; b < 8; ++b) p[n - 1 - b] = static_cast<unsigned char>(tag >> (8 * b));
+    bool ok = true;
+    for (unsigned long long b = 0; b < 8 && b < n; ++b) ok = ok && p[b] == static_cast<unsigned char>(tag >> (8 * b));
+    if (n >= 16)
+      for (unsigned long long b = 0; b < 8; ++b) ok = ok && p[n - 1 - b] == static_cast<unsigned char>(tag >> (8 * b));
+    if (!ok) atomicAdd(&a.ctr[0], 1ull);
+    if (gpuos::dev::free(p) != 0u) atomicAdd(&a.ctr[3], 1ull);
+  }
+}
+GPUOS_OPERATOR(big_stress, BigArgs, big_stress)
+)";
+  struct BigArgs {
+    unsigned long long* ctr;
+    unsigned iters;
+    unsigned seed;
+  };
+  test::DeviceBuffer ctr_buf(16);
+  const std::vector<uint64_t> zero(8, 0);
+  test::copy_to_device(ctr_buf.get(), zero.data(), zero.size() * sizeof(uint64_t));
+  auto* ctr = reinterpret_cast<unsigned long long*>(ctr_buf.get());
+  Runtime rt(Options().with_heap(1ull << 30));
+  rt.load_operator_source("big_stress.cu", kSource);
+  const uint32_t tiles = static_cast<uint32_t>(rt.device_info().sm_count);
+  constexpr unsigned kIters = 40;
+  REQUIRE(rt.wait(rt.submit(Task::make(rt.op_id("big_stress"), tiles, BigArgs{ctr, kIters, 12345u})), 120s));
+  std::vector<uint64_t> c(8);
+  test::copy_to_host(c.data(), ctr_buf.get(), c.size() * sizeof(uint64_t));
+  MESSAGE("1 B - 64 MB: " << c[1] << " served (" << c[4] << " of 32 MB or more), " << c[2] << " nulls");
+  CHECK(c[0] == 0);  // every served block was the lane's own
+  CHECK(c[3] == 0);  // every free succeeded
+  CHECK(c[1] + c[2] == uint64_t(tiles) * 32 * kIters);
+  CHECK(c[4] > 0);   // large blocks were served too
+  const HeapStats s = rt.heap_stats();
+  CHECK(s.used_blocks == 0);
+  CHECK(s.allocs == s.frees);
+  CHECK(s.failed_allocs == c[2]);
+  CHECK(s.bad_free + s.double_free == 0);
+  require_heap_ok(rt);
+}

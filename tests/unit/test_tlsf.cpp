@@ -11,7 +11,9 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -1140,4 +1142,189 @@ TEST_CASE("tlsf: the heap relocates: all metadata is offsets from the pool base"
   for (uint64_t o : offs) CHECK(tlsf::free(c, b.base() + o) == tlsf::kOk);
   require_empty(c);
   std::free(c);
+}
+
+TEST_CASE("tlsf: a warp's group of mixed sizes (1 B .. 64 MB), served as the device serves it: blocks its own, small requests served") {
+  // serve_group is what warp_alloc's leader runs: 32 requests of any sizes, carved arena by arena. The
+  // geometry is a runtime's 1 GiB heap (8 arenas per SM on 132 SMs, a quarter of it one large arena).
+  tlsf::Options opt;
+  opt.large_bytes = 256 * MiB;
+  Heap h(1 * GiB, 1056, opt);
+  tlsf::Control* c = h.c();
+  Rng rng(77);
+  std::vector<std::pair<char*, uint64_t>> live;  // payload, requested bytes
+  auto tag_of = [](const char* p) { return reinterpret_cast<uint64_t>(p) * 0x9e3779b97f4a7c15ull; };
+  // The block's first bytes and, from 16 bytes on, its last 8 carry a tag of its address.
+  auto write_tags = [&](char* p, uint64_t n) {
+    const uint64_t t = tag_of(p);
+    for (uint64_t b = 0; b < 8 && b < n; ++b) p[b] = static_cast<char>(t >> (8 * b));
+    if (n >= 16)
+      for (uint64_t b = 0; b < 8; ++b) p[n - 1 - b] = static_cast<char>(t >> (8 * b));
+  };
+  auto tags_ok = [&](const char* p, uint64_t n) {
+    const uint64_t t = tag_of(p);
+    for (uint64_t b = 0; b < 8 && b < n; ++b)
+      if (p[b] != static_cast<char>(t >> (8 * b))) return false;
+    if (n >= 16)
+      for (uint64_t b = 0; b < 8; ++b)
+        if (p[n - 1 - b] != static_cast<char>(t >> (8 * b))) return false;
+    return true;
+  };
+  uint64_t served = 0, large = 0, nulls = 0, small_nulls = 0;
+  for (int round = 0; round < 3000; ++round) {
+    uint64_t bytes[32], needs[32], offs[32];
+    for (int j = 0; j < 32; ++j) {
+      const uint64_t k = rng.next() % 27;
+      bytes[j] = (1ull << k) + rng.next() % (1ull << (k < 12 ? k : 12));
+      needs[j] = tlsf::detail::block_size_for(bytes[j]);
+    }
+    const uint32_t got = tlsf::detail::serve_group(c, needs, 32, static_cast<uint32_t>(rng.next() % 2112), offs);
+    CHECK(got == static_cast<uint32_t>(std::count_if(offs, offs + 32, [](uint64_t o) { return o != tlsf::kNil; })));
+    for (int j = 0; j < 32; ++j) {
+      if (offs[j] == tlsf::kNil) {
+        ++nulls;
+        small_nulls += bytes[j] <= 64 * 1024;  // the small arenas have room for these at all times here
+        continue;
+      }
+      char* p = h.base() + offs[j] + tlsf::kHeader;
+      write_tags(p, bytes[j]);
+      live.push_back({p, bytes[j]});
+      ++served;
+      large += bytes[j] >= 32 * MiB;
+    }
+    for (const auto& [p, n] : live) REQUIRE_MESSAGE(tags_ok(p, n), "round " << round << ": a block was overwritten");
+    // Free about half, in a random order (the others stay and fragment the arenas).
+    for (std::size_t i = live.size(); i-- > 0;) {
+      if (rng.next() % 2 == 0) continue;
+      REQUIRE(tlsf::free(c, live[i].first) == tlsf::kOk);
+      live[i] = live.back();
+      live.pop_back();
+    }
+    if (round % 250 == 0) require_valid(c);
+  }
+  for (const auto& [p, n] : live) REQUIRE(tlsf::free(c, p) == tlsf::kOk);
+  MESSAGE("served " << served << " (" << large << " of 32 MB or more), " << nulls << " nulls");
+  CHECK(large > 0);
+  // A large request that cannot be served fails alone: the small ones of its group are served.
+  CHECK(small_nulls == 0);
+  require_empty(c);
+}
+
+TEST_CASE("tlsf: the device stress (1 B .. 64 MB, GPU geometry) as warp_alloc / warp_free serve it, lanes of a warp apart") {
+  // tests/gpu/test_alloc.cpp "device stress with sizes from 1 B to 64 MB" on the heap the runtime lays out
+  // for it on a 132-SM H100 (host/heap_client.cpp heap_geometry: 1 GiB, a quarter of it the large arena,
+  // 768 small arenas of 1 MiB), 132 warps of 32 lanes, each lane with the operator's own size sequence.
+  // A warp's allocations go through serve_group (what warp_alloc's leader runs) and its frees through
+  // free_n with the pointers grouped by arena in lane order (warp_free's groups and runs). Lanes that got
+  // a null go on to their next allocation while the others still have to free, as they may on the device
+  // (independent thread scheduling): each step runs one warp's allocating or freeing lanes, or a subset.
+  // Every served block must be disjoint from every live one and at least as large as asked.
+  tlsf::Options opt;
+  opt.large_bytes = 256 * MiB;
+  Heap h(1 * GiB, 768, opt);
+  tlsf::Control* c = h.c();
+  REQUIRE(c->stride == 1 * MiB);
+  REQUIRE(c->large_threshold == 256 * KiB);
+  constexpr uint32_t kWarps = 132, kIters = 40;
+  struct Lane {
+    uint32_t s;
+    uint32_t iter = 0;
+    bool holds = false;
+    char* p = nullptr;
+    uint64_t bytes = 0;
+  };
+  std::vector<std::array<Lane, 32>> warps(kWarps);
+  for (uint32_t w = 0; w < kWarps; ++w)
+    for (uint32_t l = 0; l < 32; ++l) warps[w][l].s = 12345u ^ (w * 7919u + l * 104729u);
+  Rng rng(2026);
+  std::map<uint64_t, uint64_t> live;  // [header, payload end) of every live block, by start address
+  auto add_live = [&](const char* p, uint64_t bytes) {
+    const uint64_t lo = reinterpret_cast<uint64_t>(p) - tlsf::kHeader, hi = reinterpret_cast<uint64_t>(p) + bytes;
+    auto next = live.lower_bound(lo);
+    if (next != live.end() && next->first < hi) return false;
+    if (next != live.begin() && std::prev(next)->second > lo) return false;
+    live.emplace(lo, hi);
+    return true;
+  };
+  uint64_t served = 0, nulls = 0, large = 0, steps = 0;
+  std::vector<uint32_t> busy(kWarps);
+  for (uint32_t w = 0; w < kWarps; ++w) busy[w] = w;
+  while (!busy.empty()) {
+    const size_t bi = rng.below(busy.size());
+    const uint32_t w = busy[bi];
+    auto& lanes = warps[w];
+    uint32_t want_alloc = 0, want_free = 0;
+    for (uint32_t l = 0; l < 32; ++l) {
+      if (lanes[l].iter >= kIters) continue;
+      (lanes[l].holds ? want_free : want_alloc) |= 1u << l;
+    }
+    if ((want_alloc | want_free) == 0) {
+      busy[bi] = busy.back();
+      busy.pop_back();
+      continue;
+    }
+    const bool alloc_step = want_alloc != 0 && (want_free == 0 || rng.below(2) == 0);
+    uint32_t active = alloc_step ? want_alloc : want_free;
+    if (std::popcount(active) > 1 && rng.below(4) == 0) {
+      const uint32_t sub = active & static_cast<uint32_t>(rng.next());
+      if (sub != 0) active = sub;
+    }
+    ++steps;
+    if (alloc_step) {
+      uint64_t needs[32], offs[32];
+      uint32_t who[32], n = 0;
+      for (uint32_t l = 0; l < 32; ++l) {
+        if (!(active >> l & 1)) continue;
+        Lane& x = lanes[l];
+        x.s = x.s * 1664525u + 1013904223u;  // the operator's generator and sizes
+        const uint32_t k = (x.s >> 8) % 27u;
+        x.bytes = (1ull << k) + ((x.s >> 20) % (1u << (k < 12 ? k : 12)));
+        needs[n] = tlsf::detail::block_size_for(x.bytes);
+        who[n++] = l;
+      }
+      const uint32_t got = tlsf::detail::serve_group(c, needs, n, w * 16u + static_cast<uint32_t>(rng.below(16)), offs);
+      CHECK(got == static_cast<uint32_t>(std::count_if(offs, offs + n, [](uint64_t o) { return o != tlsf::kNil; })));
+      for (uint32_t r = 0; r < n; ++r) {
+        Lane& x = lanes[who[r]];
+        if (offs[r] == tlsf::kNil) {
+          ++nulls;
+          ++x.iter;  // null: the lane goes on to its next allocation
+          continue;
+        }
+        x.p = h.base() + offs[r] + tlsf::kHeader;
+        REQUIRE(tlsf::usable_size(c, x.p) >= x.bytes);
+        REQUIRE_MESSAGE(add_live(x.p, x.bytes), "warp " << w << " lane " << who[r] << ": block overlaps a live one");
+        x.holds = true;
+        ++served;
+        large += x.bytes >= 32 * MiB;
+      }
+    } else {
+      // warp_free: one group per arena, lanes in order within a group.
+      std::vector<std::pair<uint32_t, uint32_t>> order;  // (arena, lane)
+      for (uint32_t l = 0; l < 32; ++l) {
+        if (!(active >> l & 1)) continue;
+        const uint64_t off = lanes[l].p - h.base() - tlsf::kHeader;
+        order.push_back({tlsf::detail::arena_of(c, off), l});
+      }
+      std::sort(order.begin(), order.end());
+      std::vector<void*> ptrs;
+      for (const auto& [a, l] : order) ptrs.push_back(lanes[l].p);
+      std::vector<tlsf::Status> st(ptrs.size());
+      CHECK(tlsf::free_n(c, ptrs.data(), static_cast<uint32_t>(ptrs.size()), st.data()) == ptrs.size());
+      for (size_t i = 0; i < ptrs.size(); ++i) CHECK(st[i] == tlsf::kOk);
+      for (const auto& [a, l] : order) {
+        Lane& x = lanes[l];
+        live.erase(reinterpret_cast<uint64_t>(x.p) - tlsf::kHeader);
+        x.holds = false;
+        x.p = nullptr;
+        ++x.iter;
+      }
+    }
+    if (steps % 4000 == 0) require_valid(c);
+  }
+  MESSAGE("GPU-geometry stress: " << served << " served (" << large << " of 32 MB or more), " << nulls << " nulls, "
+                                   << steps << " warp steps");
+  CHECK(served + nulls == uint64_t(kWarps) * 32 * kIters);
+  CHECK(large > 0);
+  require_empty(c);
 }
