@@ -4,7 +4,9 @@
 #
 #   scripts/gpu_run.sh OUT_DIR [BUILD_DIR] [PART...]
 #
-# PART: tests (every GPU suite binary), run (gpuos run --ops-dir examples/ops), dispatch, throughput,
+# PART: tests (every GPU suite binary), sanitize (the GPU suites under compute-sanitizer: SANITIZE_TOOLS,
+# default "memcheck racecheck synccheck"; SANITIZE_ARGS, extra arguments of each suite, e.g. a doctest
+# filter), run (gpuos run --ops-dir examples/ops), dispatch, throughput,
 # graph, sharing, large, hotpatch, alloc, module, python (the Python package's pytest suite and the Llama
 # example's), llama (the Llama example's server under load with operators swapped, tiny weights); default:
 # tests run dispatch throughput graph sharing large hotpatch.
@@ -106,6 +108,22 @@ for part in "${parts[@]}"; do
             gpuos_gpu_graphs | gpuos_gpu_graph_fault)
               step "$name-unplaced#$i" "$logs/$name-unplaced.$i.log" env GPUOS_GRAPH_PLACED=0 "$exe" ;;
           esac
+        done
+      done ;;
+    sanitize)
+      # Every GPU suite under compute-sanitizer, one tool at a time; a suite passes when the sanitizer
+      # reports nothing (--error-exitcode) and the suite's own checks pass. Left out: the suites that fault
+      # or end the kernel on purpose (the sanitizer reports the fault they cause) and the soak.
+      san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+        for exe in "$build"/tests/gpuos_gpu_*; do
+          [ -f "$exe" ] && [ -x "$exe" ] || continue
+          name=$(basename "$exe")
+          case $name in gpuos_gpu_fault | gpuos_gpu_graph_fault | gpuos_gpu_faults | gpuos_gpu_watchdog | gpuos_gpu_soak) continue ;; esac
+          # shellcheck disable=SC2086  # SANITIZE_ARGS: doctest filters, split on purpose
+          step "$tool $name" "$logs/$tool.$name.log" "$san" --tool "$tool" --error-exitcode 9 --print-limit 50 \
+            "$exe" ${SANITIZE_ARGS:-}
+          grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|test cases:" "$logs/$tool.$name.log" | tail -n 2 | sed 's/^/    /' >>"$summary"
         done
       done ;;
     run) step "gpuos run --ops-dir" "$logs/gpuos_run.log" "$build/tools/gpuos" run --ops-dir examples/ops ;;
