@@ -76,6 +76,9 @@ step() {  # step NAME LOG COMMAND...
     [ $rc -eq 124 ] && verdict="FAIL (timed out)"
     # A benchmark that ran and checked its results but missed a target (bench/README.md: exit statuses).
     [ $rc -eq 4 ] && verdict="TARGET MISSED (exit 4)"
+    # `gpuos run`: the device faulted, or the runtime's watchdog gave up (tools/gpuos.cpp: exit statuses).
+    [ $rc -eq 5 ] && verdict="DEVICE FAULT (exit 5)"
+    [ $rc -eq 6 ] && verdict="HUNG (exit 6)"
     status=1
   fi
   printf '%-28s %-24s %4ds\n' "$name" "$verdict" $((SECONDS - t0)) | tee -a "$summary"
@@ -91,15 +94,18 @@ for part in "${parts[@]}"; do
       for exe in "$build"/tests/gpuos_gpu_*; do
         [ -f "$exe" ] && [ -x "$exe" ] || continue
         name=$(basename "$exe")
-        # A suite whose every case loses the context (a hung runtime): each case in a process of its own.
-        if [ "$name" = gpuos_gpu_watchdog ]; then
-          "$exe" --list-test-cases --no-version 2>/dev/null | grep -v '^\[doctest\]' | grep -v '^=*$' |
+        # Suites whose every case loses the context (a hung or faulted runtime): each case in a process of
+        # its own. The step is named by the case's name after its "suite: " prefix. (The loop reads a process
+        # substitution, not a pipe: a pipe's subshell would lose a failed step's status.)
+        case $name in
+          gpuos_gpu_watchdog | gpuos_gpu_faults)
             while IFS= read -r tc; do
               [ -n "$tc" ] || continue
-              step "${name}: ${tc:10:40}" "$logs/$name.$(echo "$tc" | tr -c 'a-zA-Z0-9' _ | cut -c1-60).log" "$exe" "-tc=$tc"
-            done
-          continue
-        fi
+              short=${tc#*: }
+              step "${name}: ${short:0:40}" "$logs/$name.$(echo "$short" | tr -c 'a-zA-Z0-9' _ | cut -c1-60).log" "$exe" "-tc=$tc"
+            done < <("$exe" --list-test-cases --no-version 2>/dev/null | grep -v '^\[doctest\]' | grep -v '^=*$')
+            continue ;;
+        esac
         for ((i = 1; i <= repeat; ++i)); do
           step "$name#$i" "$logs/$name.$i.log" "$exe"
           [ $? -ne 0 ] || [ "$i" -gt 1 ] || grep -h "test cases:" "$logs/$name.$i.log" | tail -n 1 >>"$summary"

@@ -8,7 +8,9 @@
 //   gpuos config [--markdown]
 //
 // The binary never links libcuda (the runtime's loader dlopens it), so it starts on any machine
-// and reports a missing driver or device with exit status 3.
+// and reports a missing driver or device with exit status 3. A device fault while `run` serves exits 5,
+// the runtime's watchdog giving up (a hung operator) 6: the process's CUDA context is lost, so a
+// supervisor restarts the process (kExitCodesHelp).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -44,7 +46,16 @@ namespace {
 
 // ---- Exit status and errors -------------------------------------------------------------------------
 
-enum Exit : int { kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitNoDevice = 3 };
+// 0-3 mean what they mean for the benchmarks (bench/bench_common.hpp), whose 4 is "a target missed":
+// the device's failures while serving take 5 and 6, so that no status means two things in this project.
+enum Exit : int {
+  kExitOk = 0,
+  kExitFailed = 1,
+  kExitUsage = 2,
+  kExitNoDevice = 3,
+  kExitDeviceFault = 5,  ///< GPUOS_ERR_DEVICE_FAULT: the GPU faulted; the context is lost
+  kExitHung = 6,         ///< GPUOS_ERR_HUNG: the runtime's watchdog gave up on a hung operator
+};
 
 /// A command-line mistake: reported with a hint to --help, exit status 2.
 struct UsageError : std::runtime_error {
@@ -54,9 +65,13 @@ struct UsageError : std::runtime_error {
 constexpr const char* kExitCodesHelp =
     "Exit status:\n"
     "  0  success (run: every result matched the CPU reference)\n"
-    "  1  a result was wrong, or a runtime or driver call failed\n"
+    "  1  a wrong result, a failed runtime or driver call (other than 5 and 6), or run's --timeout\n"
     "  2  usage error\n"
-    "  3  no CUDA driver, or no CUDA device with that index\n";
+    "  3  no CUDA driver, or no CUDA device with that index\n"
+    "  5  the GPU faulted (GPUOS_ERR_DEVICE_FAULT: a trap, an illegal address, ... in an operator): the\n"
+    "     process's CUDA context is lost; a supervisor should restart the process\n"
+    "  6  the runtime's watchdog gave up (GPUOS_ERR_HUNG: an operator call ran past its deadline, or a\n"
+    "     shutdown could not drain): the kernel was ended with a fault; restart the process\n";
 
 constexpr const char* kTopHelp =
     "usage: gpuos <command> [options]\n"
@@ -100,7 +115,8 @@ constexpr const char* kRunHelp =
     "                  saxpby, softmax_row, rmsnorm_row) found there are run and checked against a CPU\n"
     "                  reference after the built-in workload. Status: DIR/.gpuos-status (gpuos ops).\n"
     "  --watch SEC     with --ops-dir: keep serving and reloading for SEC seconds after the workload\n"
-    "                  (default 0)\n"
+    "                  (default 0); a nop task every 200 ms checks that the runtime still serves: a\n"
+    "                  fault or a hang ends the run at once (exit 5 or 6)\n"
     "  --help          this text\n"
     "\n";
 
@@ -126,6 +142,17 @@ constexpr const char* kConfigHelp =
     "(docs/configuration.md is this output).\n"
     "\n";
 
+/// The exit status of a failed runtime or driver call.
+int exit_of(gpuos_status s) {
+  switch (s) {
+    case GPUOS_ERR_NO_DEVICE:
+    case GPUOS_ERR_DRIVER: return kExitNoDevice;
+    case GPUOS_ERR_DEVICE_FAULT: return kExitDeviceFault;
+    case GPUOS_ERR_HUNG: return kExitHung;
+    default: return kExitFailed;
+  }
+}
+
 /// The one place errors become messages and exit statuses. Exactly one line on stderr (a usage error
 /// adds a hint), so scripts can show it as is.
 int report_error(std::exception_ptr ep) {
@@ -139,13 +166,12 @@ int report_error(std::exception_ptr ep) {
     std::fprintf(stderr, "gpuos: error: %s\n(see gpuos --help)\n", one_line(e.what()).c_str());
     return kExitUsage;
   } catch (const Error& e) {
-    bool no_device = e.status() == GPUOS_ERR_NO_DEVICE || e.status() == GPUOS_ERR_DRIVER;
     std::fprintf(stderr, "gpuos: error: %s\n", one_line(e.what()).c_str());
-    return no_device ? kExitNoDevice : kExitFailed;
+    return exit_of(e.status());
   } catch (const common::Failure& e) {  // a driver call of the tool's own (GPUOS_CU_TRY), the JIT, the watcher
-    bool no_device = e.status() == GPUOS_ERR_NO_DEVICE || e.status() == GPUOS_ERR_DRIVER;
+    // A copy after a fault fails with the fault's sticky error: GPUOS_ERR_DEVICE_FAULT, exit 5.
     std::fprintf(stderr, "gpuos: error: %s\n", one_line(e.what()).c_str());
-    return no_device ? kExitNoDevice : kExitFailed;
+    return exit_of(e.status());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpuos: error: %s\n", one_line(e.what()).c_str());
     return kExitFailed;
@@ -448,7 +474,8 @@ Plan make_plan(const DeviceData& d, std::uint64_t tiny_tasks) {
 
 struct SubmitResult {
   std::vector<double> latency_ns;
-  std::string error;  // empty: every submit and wait succeeded
+  std::string error;          // empty: every submit and wait succeeded
+  Status status = GPUOS_OK;   // the failed call's status (a fault or a hang decides the exit status)
 };
 
 /// Submits plan tasks t, t+T, t+2T, ...: batches of kBatch, and every kSampleEvery-th task alone,
@@ -477,8 +504,12 @@ void submit_share(Runtime& rt, const Plan& plan, unsigned t, unsigned threads, s
       }
     }
     flush();
+  } catch (const Error& e) {
+    out.error = e.what();
+    out.status = e.status();
   } catch (const std::exception& e) {
     out.error = e.what();
+    out.status = GPUOS_ERR_INTERNAL;
   }
 }
 
@@ -789,8 +820,11 @@ int cmd_run(const RunConfig& c) {
     start.arrive_and_wait();
     const std::int64_t t0 = now_ns();
     for (auto& th : threads) th.join();
+    // A fault or a hang first (it decides the exit status), else the first error.
+    const SubmitResult* failed = nullptr;
     for (const auto& res : results)
-      if (!res.error.empty()) throw std::runtime_error("submitting: " + res.error);
+      if (!res.error.empty() && (!failed || exit_of(res.status) > exit_of(failed->status))) failed = &res;
+    if (failed) throw Error(failed->status, "submitting: " + failed->error);
     rt.drain();
     r.wall_s = static_cast<double>(now_ns() - t0) * 1e-9;
 
@@ -819,7 +853,14 @@ int cmd_run(const RunConfig& c) {
         watchdog.phase("watching the operator directory");
         std::printf("watching %s for %u s (gpuos ops --ops-dir %s)\n", c.ops_dir.c_str(), c.watch_s, c.ops_dir.c_str());
         std::fflush(stdout);
-        std::this_thread::sleep_for(std::chrono::seconds(c.watch_s));
+        // Still serving? A nop every 200 ms: a fault or a hang meanwhile (the runtime's watchdog fails
+        // every pending task) throws here, and the run ends with exit 5 or 6 instead of at the watch's end.
+        using Clock = std::chrono::steady_clock;
+        const auto end = Clock::now() + std::chrono::seconds(c.watch_s);
+        for (auto now = Clock::now(); now < end; now = Clock::now()) {
+          std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(200), end - now));
+          rt.wait(rt.submit(ops::nop()));
+        }
       }
       if (ops->failures()) ops_problems.push_back(std::to_string(ops->failures()) + " operator source load(s) failed");
       ops.reset();
