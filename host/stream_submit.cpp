@@ -89,14 +89,21 @@ void CUDA_CB run_call(void* data) {
 StreamSubmitter::StreamSubmitter(CUcontext ctx, Submitter& submitter, RunState& run)
     : ctx_(ctx), run_(run), shared_(std::make_shared<Shared>()) {
   shared_->submitter = &submitter;
+  // The flags are allocated before the kernel's first launch (Runtime's constructor), not at the first
+  // stream-ordered submission: memory allocated while a kernel runs is not known to that launch under
+  // compute-sanitizer's memcheck, which then reports the signal's write as out of bounds.
+  void* p = nullptr;
+  GPUOS_CU_TRY(drv().cuMemHostAlloc(&p, kFlags * sizeof(std::uint32_t), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  std::memset(p, 0, kFlags * sizeof(std::uint32_t));
+  shared_->flags = static_cast<std::uint32_t*>(p);
+  for (std::uint32_t i = kFlags; i-- > 0;) shared_->free.push_back(i);
 }
 
 StreamSubmitter::~StreamSubmitter() {
   std::unique_lock<std::shared_mutex> lock(shared_->live_mu);
   shared_->submitter = nullptr;
   // The flags stay allocated: a stream may still be about to read its newest one (nothing tells when a
-  // stream has passed a wait), and a captured graph may be replayed at any time. 32 KiB per runtime
-  // that used stream-ordered submission.
+  // stream has passed a wait), and a captured graph may be replayed at any time. 32 KiB per runtime.
 }
 
 std::uint64_t StreamSubmitter::failures() const { return shared_->failures.load(std::memory_order_relaxed); }
@@ -163,13 +170,6 @@ void StreamSubmitter::submit(Work work, CUstream stream) {
   c->captured = capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
   {
     std::unique_lock<std::mutex> lock(s.mu);
-    if (!s.flags) {
-      void* p = nullptr;
-      GPUOS_CU_TRY(drv().cuMemHostAlloc(&p, kFlags * sizeof(std::uint32_t), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
-      std::memset(p, 0, kFlags * sizeof(std::uint32_t));
-      s.flags = static_cast<std::uint32_t*>(p);
-      for (std::uint32_t i = kFlags; i-- > 0;) s.free.push_back(i);
-    }
     Shared::PerStream& ps = s.streams[stream];
     if (!c->captured)
       while (ps.enqueued - ps.ran >= kMaxInFlight) {

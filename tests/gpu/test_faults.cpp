@@ -212,7 +212,7 @@ void destroy(Runtime& rt, CaseLimit& limit) {
   const auto t0 = Clock::now();
   const gpuos_status s = gpuos_destroy(rt.release());
   const double took = ms_since(t0);
-  MESSAGE("destroy: " << gpuos_status_name(s) << " after " << took << " ms");
+  MESSAGE("destroy: " << std::string(gpuos_status_name(s)) << " after " << took << " ms");
   CHECK(s == GPUOS_OK);
   CHECK(took < 5000);
 }
@@ -224,7 +224,7 @@ void check_next_boot(CaseLimit& limit) {
   gpuos_runtime* again = nullptr;
   const auto t0 = Clock::now();
   const gpuos_status s = gpuos_create(nullptr, &again);
-  MESSAGE("a new runtime after the fault: " << gpuos_status_name(s) << " " << gpuos_last_error() << " ("
+  MESSAGE("a new runtime after the fault: " << std::string(gpuos_status_name(s)) << " " << std::string(gpuos_last_error()) << " ("
                                             << ms_since(t0) << " ms)");
   if (s == GPUOS_OK) {
     uint64_t k = 0;
@@ -243,7 +243,7 @@ void check_faulting_task(gpuos_runtime* rt, Ticket f, Clock::time_point t0, cons
   const gpuos_status s = gpuos_wait(rt, f, kWaitNs);
   const std::string why = gpuos_last_error();
   const double waited = ms_since(t0);
-  MESSAGE("the faulting task failed after " << waited << " ms: " << gpuos_status_name(s) << " "
+  MESSAGE("the faulting task failed after " << waited << " ms: " << std::string(gpuos_status_name(s)) << " "
                                             << driver_error(why) << ": " << why);
   CHECK(s == GPUOS_ERR_DEVICE_FAULT);
   CHECK(has(why, expect));
@@ -318,7 +318,7 @@ TEST_CASE("faults: a fault during a generation switch ends the switch and fails 
   check_faulting_task(raw, f, fault_at);
   const Settled st = settle(raw, behind);
   loader.join();  // bounded by the case's limit
-  MESSAGE("the switch: " << gpuos_status_name(load_status) << " after " << ms_between(t_sub, load_end)
+  MESSAGE("the switch: " << std::string(gpuos_status_name(load_status)) << " after " << ms_between(t_sub, load_end)
                          << " ms from the faulting task's submission"
                          << (load_status == GPUOS_OK ? " (stop " + std::to_string(gen.stop_ns / 1000) + " us, pause " +
                                                            std::to_string(gen.pause_ns / 1000) + " us)"
@@ -536,7 +536,7 @@ TEST_CASE("faults: a fault in a graph node of a loaded operator fails every pend
   limit.step("destroying the graph instance");
   const auto t1 = Clock::now();
   const gpuos_status ds = gpuos_graph_exec_destroy(raw, ge);
-  MESSAGE("graph instance destroy: " << gpuos_status_name(ds) << " after " << ms_since(t1) << " ms");
+  MESSAGE("graph instance destroy: " << std::string(gpuos_status_name(ds)) << " after " << ms_since(t1) << " ms");
   CHECK((ds == GPUOS_OK || ds == GPUOS_ERR_DEVICE_FAULT));  // the runtime's destroy frees it either way
   CHECK(ms_since(t1) < 1000);
   check_refused(raw);

@@ -152,7 +152,7 @@ TEST_CASE("watchdog: deadlines per task and per operator; long calls within thei
   const auto t0 = Clock::now();
   const Ticket cut = rt.submit(Task::make(dwell, 1, DwellArgs{150'000'000}).with_deadline(100));
   CHECK(gpuos_wait(raw, cut, 10'000'000'000) == GPUOS_ERR_HUNG);
-  MESSAGE("cut after " << ms_since(t0) << " ms: " << gpuos_last_error());
+  MESSAGE("cut after " << ms_since(t0) << " ms: " << std::string(gpuos_last_error()));
   CHECK(has(gpuos_last_error(), "past its deadline of 100 ms"));
   CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);
 }
