@@ -1,6 +1,8 @@
 #include "tests/gpu/gpu_fixture.hpp"
 
+#include <chrono>
 #include <random>
+#include <string>
 
 namespace gpuos::test {
 
@@ -10,6 +12,25 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;
+}
+
+void check_next_boot() {
+  gpuos_runtime* again = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  const gpuos_status s = gpuos_create(nullptr, &again);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE("a new runtime in this process: " << std::string(gpuos_status_name(s)) << " "
+                                            << std::string(gpuos_last_error()) << " (" << ms << " ms)");
+  if (s == GPUOS_OK) {
+    uint64_t k = 0;
+    gpuos_task nop{GPUOS_OP_NOP, 1, nullptr, 0, 0};
+    CHECK(gpuos_submit(again, &nop, &k) == GPUOS_OK);
+    CHECK(gpuos_wait(again, k, 5'000'000'000) == GPUOS_OK);
+    CHECK(gpuos_destroy(again) == GPUOS_OK);
+  } else {
+    CHECK(s == GPUOS_ERR_DEVICE_FAULT);
+  }
+  CHECK(ms < 5000);
 }
 
 }  // namespace gpuos::test

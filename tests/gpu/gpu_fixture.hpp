@@ -93,4 +93,9 @@ inline void await_submitters(Runtime& rt, const std::atomic<int>& running, std::
   std::_Exit(1);
 }
 
+/// After a runtime faulted or hung (its kernel ended with a fault): the next runtime in this process
+/// either works or is refused promptly with GPUOS_ERR_DEVICE_FAULT (the driver decides; recovering means
+/// restarting the process).
+void check_next_boot();
+
 }  // namespace gpuos::test

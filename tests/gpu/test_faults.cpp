@@ -217,25 +217,22 @@ void destroy(Runtime& rt, CaseLimit& limit) {
   CHECK(took < 5000);
 }
 
-/// After the fault: the next runtime in this process either works or is refused promptly and clearly
-/// (the driver decides; recovering means restarting the process).
+/// A case's runtime with the fault operators loaded, under the case's time limit (declared first: it
+/// watches the boot too).
+struct Booted {
+  CaseLimit limit;
+  Runtime rt;
+  explicit Booted(const Options& o = Options())
+      : limit(kCaseLimit), rt((limit.step("booting and loading the operators"), o)) {
+    limit.runtime(rt.handle());
+    rt.load_operator_source("faults.cu", kSource);
+  }
+};
+
+/// After the fault: the next runtime in this process (test::check_next_boot).
 void check_next_boot(CaseLimit& limit) {
   limit.step("booting a new runtime after the fault");
-  gpuos_runtime* again = nullptr;
-  const auto t0 = Clock::now();
-  const gpuos_status s = gpuos_create(nullptr, &again);
-  MESSAGE("a new runtime after the fault: " << std::string(gpuos_status_name(s)) << " " << std::string(gpuos_last_error()) << " ("
-                                            << ms_since(t0) << " ms)");
-  if (s == GPUOS_OK) {
-    uint64_t k = 0;
-    gpuos_task nop{GPUOS_OP_NOP, 1, nullptr, 0, 0};
-    CHECK(gpuos_submit(again, &nop, &k) == GPUOS_OK);
-    CHECK(gpuos_wait(again, k, 5'000'000'000) == GPUOS_OK);
-    CHECK(gpuos_destroy(again) == GPUOS_OK);
-  } else {
-    CHECK(s == GPUOS_ERR_DEVICE_FAULT);
-  }
-  CHECK(ms_since(t0) < 5000);
+  test::check_next_boot();
 }
 
 /// The faulting task itself: it fails promptly with the driver's error (`expect`, or any CUDA_ERROR_).
@@ -252,12 +249,9 @@ void check_faulting_task(gpuos_runtime* rt, Ticket f, Clock::time_point t0, cons
 
 /// Cases 1 and 2: a faulting task released (by a resume) with 100 tasks queued behind it.
 void fault_with_tasks_behind(const char* op_name, const char* expect) {
-  CaseLimit limit(kCaseLimit);
-  limit.step("booting and loading the operators");
-  Runtime rt;
+  Booted booted{};
+  auto& [limit, rt] = booted;
   gpuos_runtime* const raw = rt.handle();
-  limit.runtime(raw);
-  rt.load_operator_source("faults.cu", kSource);
   const uint32_t op = rt.op_id(op_name);
   limit.step("the fault");
   rt.suspend();  // the tasks behind the faulting one are pending when it faults
@@ -287,13 +281,10 @@ TEST_CASE("faults: an illegal address in a loaded operator fails every pending t
 }
 
 TEST_CASE("faults: a fault during a generation switch ends the switch and fails every pending task") {
-  CaseLimit limit(kCaseLimit);
-  limit.step("booting and loading the operators");
   // Resident (no slices, no parking): the switch's stop is the only one, and it is what meets the fault.
-  Runtime rt(Options().with_residency(0, 0));
+  Booted booted{Options().with_residency(0, 0)};
+  auto& [limit, rt] = booted;
   gpuos_runtime* const raw = rt.handle();
-  limit.runtime(raw);
-  rt.load_operator_source("faults.cu", kSource);
   // Compiled and linked once, so that the switch below takes it from the cache and reaches its stop
   // (which waits for the spinning task) well within the spin.
   rt.load_operator_source("next.cu", kNextSource);
@@ -339,12 +330,9 @@ TEST_CASE("faults: a fault during a generation switch ends the switch and fails 
 }
 
 TEST_CASE("faults: a fault during alias flips fails every flip and every pending task") {
-  CaseLimit limit(kCaseLimit);
-  limit.step("booting and loading the operators");
-  Runtime rt;
+  Booted booted{};
+  auto& [limit, rt] = booted;
   gpuos_runtime* const raw = rt.handle();
-  limit.runtime(raw);
-  rt.load_operator_source("faults.cu", kSource);
   rt.alias_set("flip", "val_a");
   const uint32_t flip = rt.op_id("flip");
   const uint32_t bad = rt.op_id("bad_store_after");
@@ -418,12 +406,9 @@ TEST_CASE("faults: a fault during alias flips fails every flip and every pending
 }
 
 TEST_CASE("faults: a fault during heap requests: every gpuos_alloc and gpuos_free returns promptly with it") {
-  CaseLimit limit(kCaseLimit);
-  limit.step("booting and loading the operators");
-  Runtime rt(Options().with_heap(64ull << 20));
+  Booted booted{Options().with_heap(64ull << 20)};
+  auto& [limit, rt] = booted;
   gpuos_runtime* const raw = rt.handle();
-  limit.runtime(raw);
-  rt.load_operator_source("faults.cu", kSource);
   const uint32_t bad = rt.op_id("bad_store_after");
   // Four threads allocate and free in a loop until a call fails; then each makes 10 more calls (alloc and
   // free alternately), each of which must fail at once with the fault.
@@ -496,12 +481,9 @@ TEST_CASE("faults: a fault during heap requests: every gpuos_alloc and gpuos_fre
 }
 
 TEST_CASE("faults: a fault in a graph node of a loaded operator fails every pending launch") {
-  CaseLimit limit(kCaseLimit);
-  limit.step("booting and loading the operators");
-  Runtime rt;
+  Booted booted{};
+  auto& [limit, rt] = booted;
   gpuos_runtime* const raw = rt.handle();
-  limit.runtime(raw);
-  rt.load_operator_source("faults.cu", kSource);
   const uint32_t bad = rt.op_id("bad_store_after");
   // A chain of 64 nodes, node 32 the faulting one, and a fan of 16 after it.
   Graph g;
@@ -545,12 +527,9 @@ TEST_CASE("faults: a fault in a graph node of a loaded operator fails every pend
 }
 
 TEST_CASE("faults: a fault while submitters are blocked on a full queue releases every one of them") {
-  CaseLimit limit(kCaseLimit);
-  limit.step("booting and loading the operators");
-  Runtime rt(Options().with_queue_capacity(64));
+  Booted booted{Options().with_queue_capacity(64)};
+  auto& [limit, rt] = booted;
   gpuos_runtime* const raw = rt.handle();
-  limit.runtime(raw);
-  rt.load_operator_source("faults.cu", kSource);
   const uint32_t bad = rt.op_id("bad_store_after");
   constexpr uint64_t kSpinNs = 200'000'000;
   limit.step("filling the queue behind a task that spins, then faults");

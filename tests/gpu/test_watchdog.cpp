@@ -53,27 +53,6 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
-/// After the runtime gave up: the next one in this process either works or is refused promptly and
-/// clearly (the driver decides; recovering means restarting the process).
-void check_next_boot() {
-  gpuos_runtime* again = nullptr;
-  const auto t0 = Clock::now();
-  const gpuos_status s = gpuos_create(nullptr, &again);
-  MESSAGE("a new runtime after the watchdog gave up: " << std::string(gpuos_status_name(s)) << " "
-                                                         << std::string(gpuos_last_error()) << " (" << ms_since(t0)
-                                                         << " ms)");
-  if (s == GPUOS_OK) {
-    uint64_t k = 0;
-    gpuos_task nop{GPUOS_OP_NOP, 1, nullptr, 0, 0};
-    CHECK(gpuos_submit(again, &nop, &k) == GPUOS_OK);
-    CHECK(gpuos_wait(again, k, 5'000'000'000) == GPUOS_OK);
-    CHECK(gpuos_destroy(again) == GPUOS_OK);
-  } else {
-    CHECK(s == GPUOS_ERR_DEVICE_FAULT);
-  }
-  CHECK(ms_since(t0) < 5000);
-}
-
 }  // namespace
 
 TEST_CASE("watchdog: a hung tile fails every pending task with GPUOS_ERR_HUNG and names it; destroy returns") {
@@ -117,7 +96,7 @@ TEST_CASE("watchdog: a hung tile fails every pending task with GPUOS_ERR_HUNG an
   const double destroyed = ms_since(t1);
   MESSAGE("destroy took " << destroyed << " ms");
   CHECK(destroyed < 3000);
-  check_next_boot();
+  test::check_next_boot();
 }
 
 TEST_CASE("watchdog: deadlines per task and per operator; long calls within theirs run and diagnose shows them") {
