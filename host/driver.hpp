@@ -58,6 +58,7 @@
   X(cuEventElapsedTime)                         \
   X(cuMemAlloc)                                 \
   X(cuMemFree)                                  \
+  X(cuMemGetInfo)                               \
   X(cuMemHostAlloc)                             \
   X(cuMemFreeHost)                              \
   X(cuMemHostGetDevicePointer)                  \

@@ -8,9 +8,12 @@
 # default "memcheck racecheck synccheck"; SANITIZE_ARGS, extra arguments of each suite, e.g. a doctest
 # filter), run (gpuos run --ops-dir examples/ops), dispatch, throughput,
 # graph, sharing, large, hotpatch, alloc, module, python (the Python package's pytest suite and the Llama
-# example's), llama (the Llama example's server under load with operators swapped, tiny weights); default:
-# tests run dispatch throughput graph sharing large hotpatch.
+# example's), llama (the Llama example's server under load with operators swapped, tiny weights), soak
+# (tests/gpuos_gpu_soak at full length: SOAK_SECONDS of mixed load; the tests part runs it for its
+# default 120 s); default: tests run dispatch throughput graph sharing large hotpatch.
 # Environment: REPEAT (runs of each test binary, default 1), STEP_TIMEOUT (seconds per step, default 300),
+# SOAK_SECONDS (the soak part's length, whole seconds, default 1800; its step may run SOAK_SECONDS + 600 s,
+# or STEP_TIMEOUT where that is longer: boot, compiles, the workers' last rounds and the drain),
 # BENCH_ARGS_<part> (extra arguments of that benchmark, e.g. BENCH_ARGS_large="--sizes 67108864"); for
 # python and llama: WHEEL (the package built elsewhere, `pip wheel --no-deps .`, for this machine's
 # Python), PYTHON (default python3, which needs pytest, and for the GPU tests torch, transformers and
@@ -139,6 +142,16 @@ for part in "${parts[@]}"; do
       step "bench_$part" "$logs/bench_$part.log" "$build/bench/bench_$part" --json "$logs/bench_$part.json" ${!extra_var:-}
       # A benchmark's verdicts: one TARGET line per target, CHECK lines, the RESULT line.
       grep -E "^(TARGET|CHECK|RESULT)" "$logs/bench_$part.log" | sed 's/^/    /' >>"$summary" ;;
+    soak)
+      soak_s=${SOAK_SECONDS:-1800}
+      saved_limit=$limit
+      limit=$((soak_s + 600))
+      [ "$saved_limit" -gt "$limit" ] && limit=$saved_limit
+      step "gpuos_gpu_soak ${soak_s} s" "$logs/gpuos_gpu_soak.full.log" \
+        env GPUOS_SOAK_SECONDS="$soak_s" "$build/tests/gpuos_gpu_soak"
+      limit=$saved_limit
+      # The soak's last check line: counts, heap and memory.
+      grep -h "MESSAGE: soak \(check\|end\)" "$logs/gpuos_gpu_soak.full.log" | tail -n 1 | sed 's/^.*MESSAGE: /    /' >>"$summary" ;;
     python|llama)
       py=${PYTHON:-python3}
       site=$out/site

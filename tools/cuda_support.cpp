@@ -193,6 +193,13 @@ const Stream& copy_stream() {
   return s;
 }
 
+MemoryInfo device_memory() {
+  ensure_context();
+  MemoryInfo m;
+  GPUOS_CU_TRY(drv().cuMemGetInfo(&m.free, &m.total));
+  return m;
+}
+
 void copy_to_device(void* dst, const void* src, std::size_t bytes) {
   ensure_context();
   copy_stream().upload(reinterpret_cast<CUdeviceptr>(dst), src, bytes);

@@ -210,6 +210,13 @@ class DeviceArray {
   std::size_t n_;
 };
 
+/// Free and total bytes of the current context's device (use_device's context when none is current;
+/// cuMemGetInfo), for the memory checks of long runs: what other processes hold counts as used too.
+struct MemoryInfo {
+  std::size_t free = 0, total = 0;
+};
+MemoryInfo device_memory();
+
 /// Copies between host memory and any device pointer (a block of the gpuos heap, say) on copy_stream().
 void copy_to_device(void* dst, const void* src, std::size_t bytes);
 void copy_to_host(void* dst, const void* src, std::size_t bytes);
