@@ -36,7 +36,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import gpuos
 from llama_engine import MAX_ROWS, OPS_DIR, Engine
 
-EXIT_FAULT = 3
+# Exit statuses, as `gpuos run`'s: 5 the device faulted, 6 the watchdog gave up on a hung operator
+# (GPUOS_ERR_HUNG), 1 any other failure of the decode loop. A supervisor restarts the server on any of them.
+EXIT_STATUS = {"GPUOS_ERR_DEVICE_FAULT": 5, "GPUOS_ERR_HUNG": 6}
 
 
 class Request:
@@ -69,6 +71,7 @@ class Scheduler:
         self.free_slots = list(range(engine.slots))
         self.cv = threading.Condition()
         self.failed: str | None = None
+        self.exit_status = 0  # the status main() exits with once failed is set (EXIT_STATUS)
         self.stopping = False
         self.counters = collections.Counter()
         self.latency = []  # seconds per completed request (bounded)
@@ -145,6 +148,7 @@ class Scheduler:
                         del self.latency[:-10000]
         except Exception as e:  # a fault or a hang: fail everything, say why, stop serving
             with self.cv:
+                self.exit_status = EXIT_STATUS.get(getattr(e, "status", ""), 1)
                 self.failed = f"decode loop stopped: {type(e).__name__}: {e}"
                 for r in self.active + list(self.waiting):
                     r.out.put(RuntimeError(self.failed))
@@ -288,8 +292,8 @@ def main() -> int:
         ops.close()
         eng.close()
         if failed:
-            print(f"server: exiting with status {EXIT_FAULT}: {failed}", file=sys.stderr, flush=True)
-            return EXIT_FAULT
+            print(f"server: exiting with status {sched.exit_status}: {failed}", file=sys.stderr, flush=True)
+            return sched.exit_status
     return 0
 
 
