@@ -806,6 +806,13 @@ void heap_worker(Runtime& rt, Tally& tally, Buffers& buf, uint32_t heap_op, Heap
   pause.ended();
 }
 
+/// A change in MiB with its sign, as text (doctest's messages take no stream manipulators).
+std::string signed_mib(double d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%+.1f MiB", d);
+  return b;
+}
+
 /// The resident memory of this process (VmRSS), in MiB; malloc_trim first, so that what the allocator
 /// keeps free is not counted.
 double host_rss_mib() {
@@ -981,9 +988,9 @@ TEST_CASE("soak: tiny and large tasks, graphs, heap traffic, generation switches
                     << hs.used_blocks << " blocks (baseline " << heap_base.used_bytes << " B in "
                     << heap_base.used_blocks << "), allocs " << hs.allocs << ", frees " << hs.frees
                     << ", failed " << hs.failed_allocs << ", fragmentation " << hs.fragmentation << ", check "
-                    << (heap_ok ? "ok" : why) << "; host RSS " << rss << " MiB (" << std::showpos
-                    << rss - first_memory->first << std::noshowpos << "), device used " << dev_used << " MiB ("
-                    << std::showpos << dev_used - first_memory->second << std::noshowpos << ") of "
+                    << (heap_ok ? "ok" : why) << "; host RSS " << rss << " MiB (" << signed_mib(rss - first_memory->first)
+                    << " since the first check), device used " << dev_used << " MiB ("
+                    << signed_mib(dev_used - first_memory->second) << ") of "
                     << dm.total / (1 << 20) << " MiB");
     std::cout.flush();
     std::fflush(stdout);
