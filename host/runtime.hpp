@@ -19,8 +19,9 @@
 // which are never held while taking another (except that the SubmitQueue's reap lock, itself only ever
 // try-locked, takes its failure lock, and Graphs' registry lock takes the reap lock): RunState's, Graphs'
 // registry lock, the SubmitQueue's reap and failure locks, the resident kernel's diagnostics lock,
-// HeapClient's reply lock, the SubmitQueue's wake lock. The monitor takes the control lock only with a
-// try-lock.
+// HeapClient's reply lock, the SubmitQueue's wake lock, the watchdog's lock (it takes the deadlines' lock
+// inside, and Generations' lock only with a try-lock), the deadlines' lock. The monitor takes the control
+// lock only with a try-lock.
 #pragma once
 
 #include <cstdint>
