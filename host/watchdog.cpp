@@ -49,7 +49,6 @@ std::uint32_t Deadlines::longest() const {
   return m;
 }
 
-// ---- the watchdog ---------------------------------------------------------------------------------------
 namespace {
 
 constexpr std::size_t kTableOffset = offsetof(abi::DeviceState, block_sm);
@@ -66,6 +65,58 @@ long long ms_between(std::chrono::steady_clock::time_point a, std::chrono::stead
 
 }  // namespace
 
+// ---- what the blocks run ------------------------------------------------------------------------------
+void BlockWatch::update(const std::uint16_t* sm, const abi::BlockWork* work, std::uint32_t n, Clock::time_point now) {
+  sm_.assign(sm, sm + n);
+  seen_.resize(n);
+  for (std::uint32_t b = 0; b < n; ++b) {
+    const abi::BlockWork& w = work[b];
+    if (!busy(w) || !busy(seen_[b].work) || !same_call(w, seen_[b].work)) seen_[b] = Seen{w, now};
+  }
+}
+
+std::string BlockWatch::describe(std::uint32_t block, const Seen& s, Clock::time_point now,
+                                 const std::function<std::string(std::uint32_t)>& op_name) const {
+  const std::uint32_t op = s.work.call & 0xffffu;
+  std::string d = "block " + std::to_string(block);
+  if (block < sm_.size() && sm_[block] != 0xffffu) d += " (SM " + std::to_string(sm_[block]) + ")";
+  const std::string name = op_name(op);
+  d += " runs task " + std::to_string(s.work.ticket) + ", operator " +
+       (name.empty() ? std::to_string(op) : "'" + name + "' (id " + std::to_string(op) + ")") + ", ";
+  d += s.work.tile == abi::kWorkFinish ? std::string("its finish function") : "tile " + std::to_string(s.work.tile);
+  d += ", for " + std::to_string(ms_between(s.since, now)) + " ms";
+  return d;
+}
+
+std::string BlockWatch::overdue(const Deadlines& deadlines, Clock::time_point now,
+                                const std::function<std::string(std::uint32_t)>& op_name) const {
+  for (std::uint32_t b = 0; b < seen_.size(); ++b) {
+    const Seen& s = seen_[b];
+    if (!busy(s.work)) continue;
+    const std::uint32_t limit = deadlines.of(s.work.ticket, s.work.call & 0xffffu);
+    if (limit != 0 && ms_between(s.since, now) > limit)
+      return describe(b, s, now, op_name) + ", past its deadline of " + std::to_string(limit) + " ms";
+  }
+  return {};
+}
+
+std::string BlockWatch::report(const Deadlines& deadlines, Clock::time_point now,
+                               const std::function<std::string(std::uint32_t)>& op_name) const {
+  std::string lines;
+  std::uint32_t idle = 0;
+  for (std::uint32_t b = 0; b < seen_.size(); ++b) {
+    if (!busy(seen_[b].work)) {
+      ++idle;
+      continue;
+    }
+    const std::uint32_t limit = deadlines.of(seen_[b].work.ticket, seen_[b].work.call & 0xffffu);
+    lines += "  " + describe(b, seen_[b], now, op_name) +
+             (limit ? " (deadline " + std::to_string(limit) + " ms)" : std::string(" (no deadline)")) + "\n";
+  }
+  return std::to_string(seen_.size() - idle) + " in an operator call, " + std::to_string(idle) + " between calls\n" + lines;
+}
+
+// ---- the watchdog ---------------------------------------------------------------------------------------
 Watchdog::Watchdog(CUcontext ctx, ResidentKernel& kernel, RunState& run, Deadlines& deadlines,
                    std::function<std::string(std::uint32_t)> op_name)
     : ctx_(ctx), kernel_(kernel), run_(run), deadlines_(deadlines), op_name_(std::move(op_name)) {}
@@ -98,38 +149,12 @@ bool Watchdog::sample(Clock::time_point now) {
   if (drv().cuMemcpyDtoHAsync(raw_.data(), kernel_.device_state() + kTableOffset, bytes, stream_) != CUDA_SUCCESS ||
       drv().cuStreamSynchronize(stream_) != CUDA_SUCCESS)
     return false;
-  sm_.resize(grid);
-  std::memcpy(sm_.data(), raw_.data(), 2 * grid);
-  seen_.resize(grid);
-  for (std::uint32_t b = 0; b < grid; ++b) {
-    abi::BlockWork w;
-    std::memcpy(&w, raw_.data() + 2 * abi::kMaxBlockTable + sizeof(w) * b, sizeof(w));
-    if (!busy(w) || !busy(seen_[b].work) || !same_call(w, seen_[b].work)) seen_[b] = Seen{w, now};
-  }
+  std::vector<std::uint16_t> sm(grid);
+  std::vector<abi::BlockWork> work(grid);
+  std::memcpy(sm.data(), raw_.data(), 2 * grid);
+  std::memcpy(work.data(), raw_.data() + 2 * abi::kMaxBlockTable, sizeof(abi::BlockWork) * grid);
+  watch_.update(sm.data(), work.data(), grid, now);
   return true;
-}
-
-std::string Watchdog::describe(std::uint32_t block, const Seen& s, Clock::time_point now) const {
-  const std::uint32_t op = s.work.call & 0xffffu;
-  std::string d = "block " + std::to_string(block);
-  if (block < sm_.size() && sm_[block] != 0xffffu) d += " (SM " + std::to_string(sm_[block]) + ")";
-  const std::string name = op_name_(op);
-  d += " runs task " + std::to_string(s.work.ticket) + ", operator " +
-       (name.empty() ? std::to_string(op) : "'" + name + "' (id " + std::to_string(op) + ")") + ", ";
-  d += s.work.tile == abi::kWorkFinish ? std::string("its finish function") : "tile " + std::to_string(s.work.tile);
-  d += ", for " + std::to_string(ms_between(s.since, now)) + " ms";
-  return d;
-}
-
-std::string Watchdog::overdue(Clock::time_point now) {
-  for (std::uint32_t b = 0; b < seen_.size(); ++b) {
-    const Seen& s = seen_[b];
-    if (!busy(s.work)) continue;
-    const std::uint32_t limit = deadlines_.of(s.work.ticket, s.work.call & 0xffffu);
-    if (limit != 0 && ms_between(s.since, now) > limit)
-      return describe(b, s, now) + ", past its deadline of " + std::to_string(limit) + " ms";
-  }
-  return {};
 }
 
 void Watchdog::loop() {
@@ -150,7 +175,7 @@ void Watchdog::loop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       const Clock::time_point now = Clock::now();
-      if (sample(now)) why = overdue(now);
+      if (sample(now)) why = watch_.overdue(deadlines_, now, op_name_);
     }
     if (!why.empty())
       give_up("the watchdog: " + why + "; the runtime stopped serving, every pending task failed and the kernel was "
@@ -169,20 +194,8 @@ std::string Watchdog::report() {
     } catch (const std::exception&) {
     }
   }
-  if (seen_.empty()) return "blocks: not seen yet\n";
-  std::string lines;
-  std::uint32_t idle = 0;
-  for (std::uint32_t b = 0; b < seen_.size(); ++b) {
-    if (!busy(seen_[b].work)) {
-      ++idle;
-      continue;
-    }
-    const std::uint32_t limit = deadlines_.of(seen_[b].work.ticket, seen_[b].work.call & 0xffffu);
-    lines += "  " + describe(b, seen_[b], now) +
-             (limit ? " (deadline " + std::to_string(limit) + " ms)" : std::string(" (no deadline)")) + "\n";
-  }
-  return std::string("blocks") + (fresh ? "" : " (as last seen)") + ": " + std::to_string(seen_.size() - idle) +
-         " in an operator call, " + std::to_string(idle) + " between calls\n" + lines;
+  if (!watch_.seen()) return "blocks: not seen yet\n";
+  return std::string("blocks") + (fresh ? "" : " (as last seen)") + ": " + watch_.report(deadlines_, now, op_name_);
 }
 
 }  // namespace gpuos::detail

@@ -56,6 +56,33 @@ class Deadlines {
   std::atomic<bool> have_tasks_{false};
 };
 
+/// What the watchdog knows of the blocks: each one's last record and when a call was first seen, from
+/// copies of the table (abi::BlockWork), and the calls past their deadlines. Pure: no driver, no thread
+/// (the Watchdog feeds it). Not thread-safe.
+class BlockWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// One copy of the table: `sm[b]` and `work[b]` for blocks 0..n-1, seen at `now`. A busy record equal
+  /// to the last one seen (ticket, tile and call: the call count tells two calls apart) is the same call;
+  /// its age counts from the copy that first saw it, so a call is never judged older than it is.
+  void update(const std::uint16_t* sm, const abi::BlockWork* work, std::uint32_t n, Clock::time_point now);
+  /// The first call past its deadline, described with it; "" when none.
+  std::string overdue(const Deadlines& deadlines, Clock::time_point now, const std::function<std::string(std::uint32_t)>& op_name) const;
+  /// One line per block inside a call (with its deadline), and how many are between calls.
+  std::string report(const Deadlines& deadlines, Clock::time_point now, const std::function<std::string(std::uint32_t)>& op_name) const;
+  bool seen() const { return !seen_.empty(); }
+
+ private:
+  struct Seen {
+    abi::BlockWork work{};
+    Clock::time_point since{};
+  };
+  std::string describe(std::uint32_t block, const Seen& s, Clock::time_point now,
+                       const std::function<std::string(std::uint32_t)>& op_name) const;
+  std::vector<Seen> seen_;
+  std::vector<std::uint16_t> sm_;
+};
+
 class Watchdog {
  public:
   static constexpr std::chrono::milliseconds kPeriod{5};
@@ -81,17 +108,10 @@ class Watchdog {
 
  private:
   using Clock = std::chrono::steady_clock;
-  /// What the watchdog knows of one block: its last record and when it first saw that call.
-  struct Seen {
-    abi::BlockWork work{};
-    Clock::time_point since{};
-  };
   void loop();
-  /// Copies the table (under mu_); false when the copy failed (a faulted context) or there is no grid.
+  /// Copies the table into watch_ (under mu_); false when the copy failed (a faulted context) or there
+  /// is no grid.
   bool sample(Clock::time_point now);
-  /// The first call past its deadline (under mu_), as a report; "" when none.
-  std::string overdue(Clock::time_point now);
-  std::string describe(std::uint32_t block, const Seen& s, Clock::time_point now) const;
 
   CUcontext ctx_;
   ResidentKernel& kernel_;
@@ -104,8 +124,7 @@ class Watchdog {
   std::mutex mu_;  // the copy and what it found
   CUstream stream_ = nullptr;
   std::vector<unsigned char> raw_;  // block_sm and work, as copied
-  std::vector<Seen> seen_;
-  std::vector<std::uint16_t> sm_;
+  BlockWatch watch_;
 };
 
 }  // namespace gpuos::detail
