@@ -67,9 +67,10 @@ void validate_options(const gpuos_options& o) {
     if (v != 0 && (v < 100 || v > 10000000))
       fail(GPUOS_ERR_INVALID_ARG,
            std::string("gpuos_options.") + name + " must be 0 (never) or in [100, 10000000], got " + std::to_string(v));
-  if (o.deadline_ms != 0 && o.deadline_ms < 10)
+  if (o.deadline_ms != 0 && o.deadline_ms < GPUOS_MIN_DEADLINE_MS)
     fail(GPUOS_ERR_INVALID_ARG,
-         "gpuos_options.deadline_ms must be 0 (no watchdog) or at least 10, got " + std::to_string(o.deadline_ms));
+         "gpuos_options.deadline_ms must be 0 (no watchdog) or at least " + std::to_string(GPUOS_MIN_DEADLINE_MS) +
+             ", got " + std::to_string(o.deadline_ms));
   if (o.heap_flags & ~GPUOS_HEAP_CHECKED)
     fail(GPUOS_ERR_INVALID_ARG, "heap_flags has unknown bits: " + std::to_string(o.heap_flags));
   for (const char* d : {o.cache_dir, o.include_dir, o.cccl_dir})

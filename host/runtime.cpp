@@ -123,8 +123,9 @@ void Runtime::close() {
 }
 
 void Runtime::set_op_deadline(std::uint32_t op, std::uint32_t ms) {
-  if (ms != 0 && ms < 10)
-    fail(GPUOS_ERR_INVALID_ARG, "deadline_ms must be 0 (the runtime's) or at least 10, got " + std::to_string(ms));
+  if (ms != 0 && ms < GPUOS_MIN_DEADLINE_MS)
+    fail(GPUOS_ERR_INVALID_ARG, "deadline_ms must be 0 (the runtime's) or at least " +
+                                    std::to_string(GPUOS_MIN_DEADLINE_MS) + ", got " + std::to_string(ms));
   bool found = false;
   for (const gpuos_op_info& r : list_ops())
     if (r.id == op && r.kind != GPUOS_OP_KIND_FAILED) {

@@ -71,8 +71,9 @@ abi::Payload Submitter::payload_of(const gpuos_task& t, const std::string& where
   if (t.arg_bytes > GPUOS_MAX_ARG_BYTES)
     fail(GPUOS_ERR_INVALID_ARG, where + "arguments of " + std::to_string(t.arg_bytes) + " bytes exceed " +
                                     std::to_string(GPUOS_MAX_ARG_BYTES));
-  if (t.deadline_ms != 0 && t.deadline_ms < 10)
-    fail(GPUOS_ERR_INVALID_ARG, where + "deadline_ms must be 0 (the operator's or the runtime's) or at least 10, got " +
+  if (t.deadline_ms != 0 && t.deadline_ms < GPUOS_MIN_DEADLINE_MS)
+    fail(GPUOS_ERR_INVALID_ARG, where + "deadline_ms must be 0 (the operator's or the runtime's) or at least " +
+                                    std::to_string(GPUOS_MIN_DEADLINE_MS) + ", got " +
                                     std::to_string(t.deadline_ms));
   if (t.arg_bytes != *want)
     fail(GPUOS_ERR_INVALID_ARG, where + "operator " + op_label(t.op) + " takes " + std::to_string(*want) +

@@ -1463,7 +1463,8 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
     w[1] = chunk.y;
     w[2] = chunk.z;
     // The watchdog's record, before the barrier the tile waits for anyway; it goes idle after the
-    // completion record (both off the waiting caller's path: +0.1 us on a nop's round trip otherwise).
+    // completion record. The two still cost a nop's round trip ~0.1 us on an H100 (docs/benchmarks.md,
+    // Reliability).
     if (tid == 0) work_begin(sh, head, w[0] & 0xffffu, 0u);
   }
   const TileCtx ctx{0u, 1u, head, smem, &sh.local_scratch};

@@ -78,7 +78,7 @@ typedef struct gpuos_options {
    * and the kernel is ended with a fault, so that nothing in the process waits for it for ever: as after
    * a device fault, the process must restart to use the GPU again (docs/design.md, "Hung operators").
    * Calls are seen every 5 ms, so one is reported 0-5 ms (plus the host's scheduling) past its deadline.
-   * Default 10000; 0 = none (only the per-task and per-operator deadlines apply); otherwise >= 10.
+   * Default 10000; 0 = none (only the per-task and per-operator deadlines apply); otherwise >= GPUOS_MIN_DEADLINE_MS (10).
    * gpuos_task.deadline_ms overrides it for a task, gpuos_set_op_deadline for an operator. */
   uint32_t deadline_ms;
   /* The device heap (gpuos_alloc, gpuos::dev::malloc): device memory allocated at boot that lives as long
@@ -210,7 +210,7 @@ GPUOS_API gpuos_status gpuos_get_stats(gpuos_runtime* rt, gpuos_stats* out);
 GPUOS_API gpuos_status gpuos_suspend(gpuos_runtime* rt);
 GPUOS_API gpuos_status gpuos_resume(gpuos_runtime* rt);
 
-/* The watchdog's deadline (ms, >= 10; 0 = the runtime's gpuos_options.deadline_ms again) for every call
+/* The watchdog's deadline (ms, >= GPUOS_MIN_DEADLINE_MS; 0 = the runtime's gpuos_options.deadline_ms again) for every call
  * of operator `op` (a built-in or loaded operator's id; a call is judged by the operator it runs, so an
  * alias has none of its own: GPUOS_ERR_INVALID_ARG), unless a task sets its own. Applies to calls running
  * now too. */

@@ -21,5 +21,8 @@
 #define GPUOS_MAX_OPS 256u
 /* Largest tile count of one task; bigger problems loop inside the tile function. */
 #define GPUOS_MAX_TILES (1u << 30)
+/* Shortest watchdog deadline (ms) a runtime, an operator or a task may set; 0 means none of its own. The
+ * watchdog sees calls every 5 ms, so a shorter one could not be kept. */
+#define GPUOS_MIN_DEADLINE_MS 10u
 
 #endif /* GPUOS_LIMITS_H */
