@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <optional>
 
 #include "host/device.hpp"
@@ -50,10 +49,6 @@ std::uint32_t Deadlines::longest() const {
 }
 
 namespace {
-
-constexpr std::size_t kTableOffset = offsetof(abi::DeviceState, block_sm);
-static_assert(offsetof(abi::DeviceState, work) == kTableOffset + 2 * abi::kMaxBlockTable,
-              "block_sm and work are copied together");
 
 bool busy(const abi::BlockWork& w) { return (w.call & abi::kWorkBusy) != 0; }
 bool same_call(const abi::BlockWork& a, const abi::BlockWork& b) {
@@ -142,18 +137,18 @@ bool Watchdog::give_up(const std::string& why) {
 
 bool Watchdog::sample(Clock::time_point now) {
   const std::uint32_t grid = std::min<std::uint32_t>(kernel_.grid(), abi::kMaxBlockTable);
-  if (grid == 0 || kernel_.device_state() == 0) return false;
+  const CUdeviceptr ds = kernel_.device_state();
+  if (grid == 0 || ds == 0) return false;
   if (!stream_ && drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return false;
-  const std::size_t bytes = 2 * abi::kMaxBlockTable + sizeof(abi::BlockWork) * grid;
-  raw_.resize(bytes);
-  if (drv().cuMemcpyDtoHAsync(raw_.data(), kernel_.device_state() + kTableOffset, bytes, stream_) != CUDA_SUCCESS ||
+  sm_.resize(grid);
+  work_.resize(grid);
+  if (drv().cuMemcpyDtoHAsync(sm_.data(), ds + offsetof(abi::DeviceState, block_sm), sizeof(sm_[0]) * grid, stream_) !=
+          CUDA_SUCCESS ||
+      drv().cuMemcpyDtoHAsync(work_.data(), ds + offsetof(abi::DeviceState, work), sizeof(work_[0]) * grid, stream_) !=
+          CUDA_SUCCESS ||
       drv().cuStreamSynchronize(stream_) != CUDA_SUCCESS)
     return false;
-  std::vector<std::uint16_t> sm(grid);
-  std::vector<abi::BlockWork> work(grid);
-  std::memcpy(sm.data(), raw_.data(), 2 * grid);
-  std::memcpy(work.data(), raw_.data() + 2 * abi::kMaxBlockTable, sizeof(abi::BlockWork) * grid);
-  watch_.update(sm.data(), work.data(), grid, now);
+  watch_.update(sm_.data(), work_.data(), grid, now);
   return true;
 }
 

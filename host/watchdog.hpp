@@ -123,7 +123,8 @@ class Watchdog {
 
   std::mutex mu_;  // the copy and what it found
   CUstream stream_ = nullptr;
-  std::vector<unsigned char> raw_;  // block_sm and work, as copied
+  std::vector<std::uint16_t> sm_;      // DeviceState::block_sm, as copied
+  std::vector<abi::BlockWork> work_;  // DeviceState::work, as copied
   BlockWatch watch_;
 };
 
