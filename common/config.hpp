@@ -50,6 +50,10 @@ enum class Kind { flag, integer, bytes, choice, path };
     "1: an instance's tiles are placed on the worker blocks at instantiation and a launch runs them in "   \
     "place, waiting on counters (one placed launch at a time; others meanwhile run unplaced); 0: every "   \
     "launch hands its ready nodes out at run time.")                                                       \
+  X(stream_spin_us, "GPUOS_STREAM_SPIN", integer, 0, 1000000, "", "1000",                                  \
+    "Stream-ordered submission: how long (us) the thread answering streams' doorbells spins after its "   \
+    "last doorbell or submission before it sleeps 50 us between scans (a doorbell rung after a quiet "    \
+    "period then waits up to that long).")                                                                 \
   X(drain_stall_ms, "GPUOS_DRAIN_STALL", integer, 100, 86400000, "", "30000",                               \
     "Shutdown and destroy drain every submitted task; they give up once none has completed for this "    \
     "long (ms; or the longest watchdog deadline in force, if longer): the runtime is then declared hung "  \

@@ -46,6 +46,7 @@
   X(cuStreamQuery)                              \
   X(cuStreamSynchronize)                        \
   X(cuStreamWaitValue32)                        \
+  X(cuStreamBatchMemOp)                         \
   X(cuStreamIsCapturing)                        \
   X(cuStreamBeginCapture)                       \
   X(cuStreamEndCapture)                         \

@@ -65,7 +65,8 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
     kernel_ = std::make_unique<ResidentKernel>(ctx_, *images_, run_, cfg_, log2_of(opts_.queue_capacity));
     deadlines_ = std::make_unique<Deadlines>(opts_.deadline_ms);
     submitter_ = std::make_unique<Submitter>(kernel_->queue(), run_, registry_.accept(), *deadlines_);
-    streams_ = std::make_unique<StreamSubmitter>(ctx_, *submitter_, run_);
+    streams_ = std::make_unique<StreamSubmitter>(ctx_, *submitter_, run_,
+                                                 std::chrono::microseconds(cfg_.stream_spin_us));
     heap_ = std::make_unique<HeapClient>(opts_, dev_.info, boot.module, kernel_->stream());
     kernel_->set_heap(heap_->control());
     gens_ = std::make_unique<Generations>(ctx_, opts_, dev_.info, cfg_, registry_, *kernel_, *submitter_, run_);
