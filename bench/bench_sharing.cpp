@@ -10,8 +10,9 @@
 //           with slice and park off (0, 0), in the same process: the nop round trip (p50, p99), tiny-task throughput, and the
 //           round trip of the first task after an idle period (the kernel parked: the task launches it).
 //   stream  the round trip of a nop submitted on a CUDA stream (gpuos_submit_on_stream) + the stream's
-//           sync, beside the nop's through the host doorbell (submit + wait) and an empty kernel launched
-//           on a stream + its sync (before boot).
+//           sync, beside the nop's through the host doorbell (submit + wait), its parts (the stream's
+//           doorbell answered by a spinning host thread, before boot; a nop and its signal through the
+//           ring, no stream) and an empty kernel launched on a stream + its sync (before boot).
 //
 // Every framework call runs on a thread of its own under a watchdog: one that has not returned after
 // 60 s ends the run (exit status 1) with the runtime's report. Every gpuos task's effect is checked.
@@ -176,6 +177,51 @@ int bench_main(int argc, char** argv) {
     launch_rt = LatencySummary::of(us);
     std::printf("an empty kernel launched on a stream + its sync: p50 %.1f us p99 %.1f us\n", launch_rt.p50, launch_rt.p99);
   }
+  // The doorbell's floor, before boot: the stream rings a word of mapped memory and waits for a flag
+  // (the memory operations stream-ordered submission puts on a stream), a host thread spinning on the
+  // word answers by writing the flag, + the stream's sync. No gpuos. Answered at once, and `late` us
+  // after the ring is seen (a task's round trip in between): what the stream's wait adds when its flag
+  // comes later than its first look.
+  std::vector<std::pair<int, LatencySummary>> door_rt;
+  for (const int late : {0, 3, 10}) {
+    const Stream own;
+    const MappedHost words(256);
+    std::uint32_t* req = words.host<std::uint32_t>(0);
+    std::uint32_t* flag = words.host<std::uint32_t>(32);
+    std::atomic<bool> stop{false};
+    std::thread answer([&] {
+      while (!stop.load(std::memory_order_relaxed))
+        if (__atomic_load_n(req, __ATOMIC_ACQUIRE) != 0) {
+          __atomic_store_n(req, 0u, __ATOMIC_RELAXED);
+          const std::int64_t seen = now_ns();
+          while (now_ns() - seen < late * 1000) {
+          }
+          __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+        }
+    });
+    CUstreamBatchMemOpParams ops[3] = {};
+    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    ops[0].writeValue.address = words.device<std::uint32_t>(32);
+    ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    ops[1].writeValue.address = words.device<std::uint32_t>(0);
+    ops[1].writeValue.value = 1;
+    ops[2].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    ops[2].waitValue.address = words.device<std::uint32_t>(32);
+    ops[2].waitValue.value = 1;
+    ops[2].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+    std::vector<double> us;
+    for (int i = 0; i < c.iters / 10 + 100; ++i) {
+      const std::int64_t t0 = now_ns();
+      GPUOS_CU_TRY(drv().cuStreamBatchMemOp(own.get(), 3, ops, 0));
+      own.sync();
+      if (i >= 100) us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);
+    }
+    stop = true;
+    answer.join();
+    door_rt.emplace_back(late, LatencySummary::of(us));
+    std::printf("a stream's doorbell answered by a spinning host thread %d us after it rings, + its sync: p50 %.1f us p99 %.1f us\n",
+                late, door_rt.back().second.p50, door_rt.back().second.p99);
+  }
 
   std::uint64_t next = 0;  // counters handed to tasks so far (each incremented once)
   std::vector<Costs> costs;
@@ -242,7 +288,7 @@ int bench_main(int argc, char** argv) {
     }
     k.nop = LatencySummary::of(us);
     if (&st == &settings[0]) {
-      // Stream-ordered: the host function, the task and its signal, the stream's wait, the sync.
+      // Stream-ordered: the ring, the task through the ring, the flag, the stream's wait, the sync.
       const Stream own;
       std::vector<double> sus;
       for (int i = 0; i < c.iters / 10 + 100; ++i) {
@@ -273,7 +319,8 @@ int bench_main(int argc, char** argv) {
     std::printf("gpuos, %-40s nop p50 %.2f us p99 %.2f us | %.1f M tiny tasks/s", k.setting.c_str(), k.nop.p50, k.nop.p99,
                 k.tasks_per_s * 1e-6);
     if (bounded) std::printf(" | first task after park p50 %.1f us max %.1f us", k.after_park.p50, k.after_park.max);
-    if (k.on_stream.count) std::printf(" | nop on a stream + sync p50 %.1f us p99 %.1f us", k.on_stream.p50, k.on_stream.p99);
+    if (k.on_stream.count)
+      std::printf(" | nop on a stream + sync p50 %.1f us p99 %.1f us", k.on_stream.p50, k.on_stream.p99);
     std::printf("\n");
     costs.push_back(std::move(k));
   }
@@ -293,6 +340,10 @@ int bench_main(int argc, char** argv) {
         .end_object();
   j.end_array();
   j.field("launch_on_stream_p50_us", launch_rt.p50).field("launch_on_stream_p99_us", launch_rt.p99);
+  j.begin_array("doorbell_on_stream");
+  for (const auto& [late, l] : door_rt)
+    j.begin_object().field("answer_after_us", static_cast<std::int64_t>(late)).field("p50_us", l.p50).field("p99_us", l.p99).end_object();
+  j.end_array();
   j.begin_array("costs");
   for (const Costs& k : costs) {
     j.begin_object()
@@ -302,7 +353,8 @@ int bench_main(int argc, char** argv) {
         .field("nop_max_us", k.nop.max)
         .field("tasks_per_s", k.tasks_per_s);
     if (k.after_park.count) j.field("after_park_p50_us", k.after_park.p50).field("after_park_max_us", k.after_park.max);
-    if (k.on_stream.count) j.field("on_stream_p50_us", k.on_stream.p50).field("on_stream_p99_us", k.on_stream.p99);
+    if (k.on_stream.count)
+      j.field("on_stream_p50_us", k.on_stream.p50).field("on_stream_p99_us", k.on_stream.p99);
     j.end_object();
   }
   j.end_array();

@@ -102,7 +102,7 @@ void Doors::detach() {
     thread_.detach();  // it answers what is watched (captured doors: for ever), with the flag alone
 }
 
-void Doors::answer(std::uint32_t door) {
+Doors::Done Doors::answer(std::uint32_t door) {
   Door& d = doors_[door];
   Work once;  // an uncaptured door's work, taken out of the door (which may be reused from here on)
   {
@@ -120,32 +120,33 @@ void Doors::answer(std::uint32_t door) {
   if (!d.captured) room_cv_.notify_all();
   // A captured door's work never changes and only this thread calls it.
   const Work& w = d.captured ? d.work : once;
-  float* flag = reinterpret_cast<float*>(mem_.flag + door);
-  bool ran = false;
+  Done done;
   if (!detached_.load(std::memory_order_acquire) && w) {
     try {
-      ran = w(flag);
+      done = w();
     } catch (...) {
-      ran = false;
+      done = nullptr;
     }
   }
-  if (!ran) {
+  if (!done) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     __atomic_store_n(mem_.flag + door, kSignaled, __ATOMIC_RELEASE);  // the stream goes on
   }
+  return done;
 }
 
 void Doors::poll() {
   std::vector<std::uint32_t> scan;
+  std::vector<std::pair<std::uint32_t, Done>> waiting;  // answered doors whose flag the poller writes
   std::uint64_t seen = ~0ull, arms_seen = 0;
   Clock::time_point busy = Clock::now();  // the last door armed or answered
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (watched_.empty()) {
+      if (watched_.empty() && waiting.empty()) {
         if (detached_.load(std::memory_order_relaxed)) return;
         wake_cv_.wait(lock, [&] { return !watched_.empty() || detached_.load(std::memory_order_relaxed); });
-        if (watched_.empty()) return;
+        if (watched_.empty()) continue;
       }
       if (arms_ != arms_seen) {
         arms_seen = arms_;
@@ -161,7 +162,22 @@ void Doors::poll() {
       if (__atomic_load_n(mem_.req + door, __ATOMIC_ACQUIRE) == 0) continue;
       // Cleared before the answer: the next ring of a captured door can only follow this one's signal.
       __atomic_store_n(mem_.req + door, 0u, __ATOMIC_RELAXED);
-      answer(door);
+      if (Done d = answer(door)) waiting.emplace_back(door, std::move(d));
+      found = true;
+    }
+    for (std::size_t i = 0; i < waiting.size();) {
+      bool settled = true;
+      try {
+        settled = waiting[i].second();
+      } catch (...) {
+      }
+      if (!settled) {
+        ++i;
+        continue;
+      }
+      __atomic_store_n(mem_.flag + waiting[i].first, kSignaled, __ATOMIC_RELEASE);
+      waiting[i] = std::move(waiting.back());
+      waiting.pop_back();
       found = true;
     }
     const Clock::time_point now = Clock::now();

@@ -5,9 +5,10 @@
 // of its own (no host function): it writes flag = 0, then req = 1 (the write's fence makes the stream's
 // earlier work and the first write visible before it), then waits until flag == 1.0f. The poller thread
 // scans the doors it watches; a door whose req it finds set it clears and answers: it runs the door's
-// work, which submits the task and a signal that writes 1.0f into the flag once the task has completed.
-// Work that cannot run (the runtime closed or faulted, or the doors were detached) is counted as a
-// failure and the poller writes the flag itself, so a stream never waits for ever on a door.
+// work, which submits the task, and once the work's Done says the task has completed (its completion
+// record seen) the poller writes 1.0f into the flag. Work that cannot run (the runtime closed or faulted,
+// or the doors were detached) is counted as a failure and the poller writes the flag at once, so a
+// stream never waits for ever on a door.
 //
 // Doors are shared by every stream of a runtime. An uncaptured door serves one submission: it is free
 // again once its stream has passed its wait, which is known when the poller answers the stream's next
@@ -46,9 +47,12 @@ class Doors {
     std::uint32_t* flag = nullptr;
     std::uint32_t count = 0;
   };
-  /// Answers a door: submits what it stands for, followed by a signal that writes kSignaled into `flag`.
-  /// Returns false when it could not (nothing submitted: the poller then writes the flag itself).
-  using Work = std::function<bool(float* flag)>;
+  /// Whether what an answered door submitted has completed (failed or not): the poller then writes the
+  /// door's flag. Throwing counts as completed.
+  using Done = std::function<bool()>;
+  /// Answers a ring: submits what the door stands for and returns how to tell when it has completed.
+  /// Throws, or returns an empty Done, when it could not submit (the flag is then written at once).
+  using Work = std::function<Done()>;
 
   /// Starts the poller thread.
   static std::shared_ptr<Doors> start(Memory m, std::chrono::microseconds spin);
@@ -77,7 +81,8 @@ class Doors {
  private:
   Doors(Memory m, std::chrono::microseconds spin);
   void poll();
-  void answer(std::uint32_t door);
+  /// Answers a ring of `door`; returns what the poller must wait for before it writes the flag (or null).
+  Done answer(std::uint32_t door);
 
   struct Door {
     Work work;

@@ -173,7 +173,7 @@ void Runtime::shutdown() noexcept {
     if (images_) images_->unload_all();
   }
   watchdog_.reset();
-  streams_.reset();  // first: its host functions launch graphs and submit
+  streams_.reset();  // first: its doors' work launches graphs and submits
   graphs_.reset();
   gens_.reset();
   heap_.reset();

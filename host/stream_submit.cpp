@@ -22,11 +22,9 @@ struct StreamSubmitter::Shared {
 StreamSubmitter::StreamSubmitter(CUcontext ctx, Submitter& submitter, RunState& run, std::chrono::microseconds spin)
     : ctx_(ctx), run_(run), shared_(std::make_shared<Shared>()) {
   shared_->submitter = &submitter;
-  // The doors are allocated before the kernel's first launch (Runtime's constructor), not at the first
-  // stream-ordered submission: memory allocated while a kernel runs is not known to that launch under
-  // compute-sanitizer's memcheck, which then reports the signal's write as out of bounds. They are never
-  // freed: a stream may still be about to read a flag (nothing tells when a stream has passed a wait),
-  // and a captured graph may be replayed at any time. 64 KiB per runtime.
+  // The doors are written by streams and the host only, never by the kernel. They are never freed: a
+  // stream may still be about to read a flag (nothing tells when a stream has passed a wait), and a
+  // captured graph may be replayed at any time. 64 KiB per runtime.
   void* p = nullptr;
   const std::size_t bytes = 2 * std::size_t{kDoors} * sizeof(std::uint32_t);
   GPUOS_CU_TRY(drv().cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
@@ -101,16 +99,21 @@ void StreamSubmitter::submit(Work work, CUstream stream) {
   GPUOS_CU_TRY(drv().cuStreamIsCapturing(stream, &capture));
   const bool captured = capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
   // The door's work runs on the poller's thread, at each ring: it must make no CUDA call.
-  Doors::Work answer = [shared = shared_, work = std::move(work)](float* flag) mutable {
+  // The door's work runs on the poller's thread, at each ring: it must make no CUDA call. The tasks'
+  // writes are released before their completion records, so the stream's later work, which follows the
+  // flag, sees them.
+  Doors::Work answer = [shared = shared_, work = std::move(work)]() mutable -> Doors::Done {
     std::shared_lock<std::shared_mutex> lock(shared->live_mu);
-    if (!shared->submitter) return false;
-    const Issued done = work(*shared->submitter);  // throws once closed or faulted: not run, counted
-    shared->submitter->signal_after(done.first, done.n, flag);
-    return true;
+    if (!shared->submitter) return nullptr;
+    const Issued issued = work(*shared->submitter);  // throws once closed or faulted: not run, counted
+    return [shared, issued] {
+      std::shared_lock<std::shared_mutex> lock(shared->live_mu);
+      return !shared->submitter || shared->submitter->settled(issued.first, issued.n);
+    };
   };
   const std::uint32_t door = doors_->open(stream, captured, std::move(answer), [this] { run_.check_usable(); });
   // The ring: flag = 0, then req = 1 (each write fenced: the stream's earlier work and the first write
-  // are visible before it), then the wait for the signal. One batch; it captures as one memop node.
+  // are visible before it), then the wait for the flag. One batch; it captures as one memop node.
   CUstreamBatchMemOpParams ops[3] = {};
   ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
   ops[0].writeValue.address = reinterpret_cast<CUdeviceptr>(doors_->flag(door));

@@ -4,10 +4,9 @@
 //
 // What goes on the stream, per task, is one batch of memory operations ringing a door (host/doors.hpp):
 // a write of the door's flag (0) and of its req word (1), then a wait until the flag reads 1.0f. The
-// doors' poller thread sees req, submits the task (or a graph launch) through the ring, followed by a
-// signal task that writes 1.0f into the flag once the task has completed (the built-in fill, with an
-// order-only dependency: it runs whether the task failed or not). The batch captures as a graph node, so
-// every replay rings the door again and submits the task again.
+// doors' poller thread sees req, submits the task (or a graph launch) through the ring, and writes 1.0f
+// into the flag once the task's completion record is there, whether it failed or not. The batch captures
+// as a graph node, so every replay rings the door again and submits the task again.
 //
 // Bounds and failures: a stream holds at most Doors::kMaxInFlight doors not yet answered; submit waits
 // for room beyond that. A ring that cannot submit (the runtime closed or faulted, or destroyed) is
@@ -41,12 +40,12 @@ class StreamSubmitter {
   StreamSubmitter(const StreamSubmitter&) = delete;
   StreamSubmitter& operator=(const StreamSubmitter&) = delete;
 
-  /// Tickets a ring issued: first..first+n-1; the signal follows all of them.
+  /// Tickets a ring issued: first..first+n-1; the stream goes on once all of them have completed.
   struct Issued {
     std::uint64_t first;
     std::size_t n;
   };
-  /// What a ring submits: the work (tasks, a graph launch), returning the tickets the signal follows.
+  /// What a ring submits: the work (tasks, a graph launch), returning the tickets the stream waits for.
   /// Runs on the doors' poller thread: it must make no CUDA call. Throws when it cannot submit.
   using Work = std::function<Issued(Submitter&)>;
   /// Validates tasks[0..n) and puts one ring submitting them (consecutive tickets) and its wait on

@@ -132,12 +132,12 @@ std::uint64_t Submitter::submit_after(const gpuos_task& task, const std::uint64_
   return enqueue_after(p, deps, lane, task.deadline_ms);
 }
 
-void Submitter::signal_after(std::uint64_t first, std::size_t n, float* flag) {
-  const gpuos_fill_args a{flag, 1, 1.0f, 0};
-  std::vector<Dep> deps;
-  deps.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) deps.push_back(Dep{first + i, true});
-  enqueue_after(payload_of(gpuos_task{GPUOS_OP_FILL, 1, &a, sizeof a, 0}, "signal: "), deps, nullptr);
+bool Submitter::settled(std::uint64_t first, std::size_t n) const {
+  if (run_.faulted()) return true;
+  SubmitQueue::Result r;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!q_.poll(first + i, r)) return false;
+  return true;
 }
 
 std::uint64_t Submitter::enqueue_one(const abi::Payload& p) {

@@ -44,10 +44,9 @@ class Submitter {
   std::uint64_t submit_after(const gpuos_task& task, const std::uint64_t* after, std::size_t n, Lane* lane);
   /// Throws Failure(GPUOS_ERR_INVALID_ARG) unless `task` could be submitted (operator, arguments, tiles).
   void validate(const gpuos_task& task) const { (void)payload_of(task, ""); }
-  /// Enqueues a signal that writes 1.0f to `*flag` (the built-in fill, one element) once tickets
-  /// first..first+n-1 have completed, failed or not (order-only dependencies). Blocks while the ring is
-  /// full.
-  void signal_after(std::uint64_t first, std::size_t n, float* flag);
+  /// True once tickets first..first+n-1 have all completed, failed or not, or the runtime has faulted
+  /// (then they never will). Never blocks.
+  bool settled(std::uint64_t first, std::size_t n) const;
   /// Enqueues validated payloads (the runtime's own requests). Blocks while the ring is full.
   std::uint64_t enqueue_one(const abi::Payload& p);
   /// Enqueues validated payload `p` to run after `deps` (each issued before; checked by the caller) and

@@ -1,6 +1,6 @@
 // Stream doorbells without a GPU (host/doors.hpp): threads take the streams' place, each executing its
-// rings in order (write flag = 0, write req = 1, wait for the signal), and a signaler thread takes the
-// device's, writing each answered door's flag a little later.
+// rings in order (write flag = 0, write req = 1, wait for the flag), and a device thread takes the
+// device's, completing each submitted "task" a little later.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -25,11 +25,11 @@ struct Words {
   Doors::Memory memory() { return Doors::Memory{req.data(), flag.data(), static_cast<std::uint32_t>(req.size())}; }
 };
 
-/// The device's part: writes 1.0f into answered doors' flags, in the order they were answered.
-class Signaler {
+/// The device's part: completes submitted tasks a little later, in the order they were submitted.
+class Device {
  public:
-  Signaler() : thread_([this] { run(); }) {}
-  ~Signaler() {
+  Device() : thread_([this] { run(); }) {}
+  ~Device() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
@@ -37,12 +37,15 @@ class Signaler {
     cv_.notify_one();
     thread_.join();
   }
-  void post(float* flag) {
+  /// A task submitted now: the Done its ring's work returns.
+  Doors::Done submit() {
+    auto done = std::make_shared<std::atomic<bool>>(false);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      q_.push_back(flag);
+      q_.push_back(done);
     }
     cv_.notify_one();
+    return [done] { return done->load(); };
   }
 
  private:
@@ -51,17 +54,17 @@ class Signaler {
     for (;;) {
       cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
       if (q_.empty()) return;
-      float* f = q_.front();
+      auto t = q_.front();
       q_.pop_front();
       lock.unlock();
       std::this_thread::sleep_for(2us);
-      __atomic_store_n(reinterpret_cast<std::uint32_t*>(f), Doors::kSignaled, __ATOMIC_RELEASE);
+      t->store(true);
       lock.lock();
     }
   }
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<float*> q_;
+  std::deque<std::shared_ptr<std::atomic<bool>>> q_;
   bool stop_ = false;
   std::thread thread_;
 };
@@ -132,7 +135,7 @@ TEST_CASE("doors: every ring of four streams is answered once, in its stream's o
   constexpr int kStreams = 4, kRings = 3000;
   Words w(300);  // fewer doors than rings: each is reused many times
   auto doors = Doors::start(w.memory(), 200us);
-  Signaler sig;
+  Device dev;
   std::vector<std::vector<int>> order(kStreams);
   std::mutex order_mu;
   {
@@ -142,13 +145,12 @@ TEST_CASE("doors: every ring of four streams is answered once, in its stream's o
     for (int s = 0; s < kStreams; ++s)
       submitters.emplace_back([&, s] {
         for (int k = 0; k < kRings; ++k) {
-          const std::uint32_t d = doors->open(streams[s].get(), false, [&, s, k](float* flag) {
+          const std::uint32_t d = doors->open(streams[s].get(), false, [&, s, k] {
             {
               std::lock_guard<std::mutex> lock(order_mu);
               order[s].push_back(k);
             }
-            sig.post(flag);
-            return true;
+            return dev.submit();
           }, no_check);
           streams[s]->ring(d);
           doors->arm(d);
@@ -174,12 +176,11 @@ TEST_CASE("doors: a captured door is answered at every replay of its graph") {
   // Never freed: once detached with a captured door, the poller reads these words until the process ends.
   Words& w = *new Words(8);
   auto doors = Doors::start(w.memory(), 200us);
-  Signaler sig;
+  Device dev;
   std::atomic<int> runs{0};
-  const std::uint32_t d = doors->open(&w, true, [&](float* flag) {
+  const std::uint32_t d = doors->open(&w, true, [&] {
     ++runs;
-    sig.post(flag);
-    return true;
+    return dev.submit();
   }, no_check);
   doors->arm(d);
   {
@@ -203,19 +204,19 @@ TEST_CASE("doors: work that cannot submit, and detached doors, release their str
   Words w(16);
   auto doors = Doors::start(w.memory(), 0us);  // no spin: every scan after the first sleeps
   Stream s(*doors);
-  const std::uint32_t a = doors->open(&s, false, [](float*) -> bool { throw gpuos::common::Failure(GPUOS_ERR_UNAVAILABLE, "closed"); }, no_check);
+  const std::uint32_t a = doors->open(&s, false, []() -> Doors::Done { throw gpuos::common::Failure(GPUOS_ERR_UNAVAILABLE, "closed"); }, no_check);
   s.ring(a);
   doors->arm(a);
-  const std::uint32_t b = doors->open(&s, false, [](float*) { return false; }, no_check);
+  const std::uint32_t b = doors->open(&s, false, [] { return Doors::Done(); }, no_check);
   s.ring(b);
   doors->arm(b);
   CHECK(wait_for([&] { return s.passed() == 2; }));
   CHECK(doors->failures() == 2);
   std::atomic<int> runs{0};
   s.hold(true);
-  const std::uint32_t c = doors->open(&s, false, [&](float*) {
+  const std::uint32_t c = doors->open(&s, false, [&] {
     ++runs;
-    return true;
+    return Doors::Done([] { return true; });
   }, no_check);
   s.ring(c);
   doors->arm(c);
@@ -229,14 +230,11 @@ TEST_CASE("doors: work that cannot submit, and detached doors, release their str
 TEST_CASE("doors: a stream holds at most kMaxInFlight rings not answered; the wait can be given up") {
   Words w(200);
   auto doors = Doors::start(w.memory(), 200us);
-  Signaler sig;
+  Device dev;
   Stream s(*doors);
   s.hold(true);
   auto open_one = [&](const std::function<void()>& check) {
-    const std::uint32_t d = doors->open(&s, false, [&](float* flag) {
-      sig.post(flag);
-      return true;
-    }, check);
+    const std::uint32_t d = doors->open(&s, false, [&] { return dev.submit(); }, check);
     s.ring(d);
     doors->arm(d);
   };
@@ -265,14 +263,44 @@ TEST_CASE("doors: a ring that could not be put on its stream gives its door back
   Words w(2);
   auto doors = Doors::start(w.memory(), 0us);
   int dummy = 0;
-  const std::uint32_t a = doors->open(&dummy, false, [](float*) { return true; }, no_check);
-  const std::uint32_t b = doors->open(&dummy, false, [](float*) { return true; }, no_check);
+  const std::uint32_t a = doors->open(&dummy, false, [] { return Doors::Done([] { return true; }); }, no_check);
+  const std::uint32_t b = doors->open(&dummy, false, [] { return Doors::Done([] { return true; }); }, no_check);
   CHECK(a != b);
-  CHECK_THROWS_AS(doors->open(&dummy, false, [](float*) { return true; }, no_check), gpuos::common::Failure);
+  CHECK_THROWS_AS(doors->open(&dummy, false, [] { return Doors::Done([] { return true; }); }, no_check), gpuos::common::Failure);
   doors->cancel(b);
-  const std::uint32_t c = doors->open(&dummy, false, [](float*) { return true; }, no_check);
+  const std::uint32_t c = doors->open(&dummy, false, [] { return Doors::Done([] { return true; }); }, no_check);
   CHECK(c == b);
   doors->cancel(c);
   doors->cancel(a);
+  doors->detach();
+}
+
+TEST_CASE("doors: a stream waits until what its ring submitted is done, and a Done that throws releases it") {
+  Words w(80);
+  auto doors = Doors::start(w.memory(), 200us);
+  Stream s(*doors);
+  constexpr int kRings = 200;
+  std::vector<std::atomic<bool>> completed(kRings);
+  std::atomic<int> early{0};
+  for (int k = 0; k < kRings; ++k) {
+    const std::uint32_t d = doors->open(&s, false, [&, k]() -> Doors::Done {
+      // The "task" completes on another thread a little later; until then the stream must wait.
+      std::thread([&, k] {
+        std::this_thread::sleep_for(20us);
+        completed[k] = true;
+      }).detach();
+      if (k == kRings - 1) return [] () -> bool { throw gpuos::common::Failure(GPUOS_ERR_DEVICE_FAULT, "faulted"); };
+      return [&, k] {
+        if (k > 0 && !completed[k - 1].load()) ++early;  // the stream's previous ring was released early
+        return completed[k].load();
+      };
+    }, no_check);
+    s.ring(d);
+    doors->arm(d);
+  }
+  CHECK(wait_for([&] { return s.passed() == kRings; }));
+  CHECK(early.load() == 0);
+  CHECK(wait_for([&] { return completed[kRings - 1].load(); }));
+  CHECK(doors->failures() == 0);
   doors->detach();
 }
