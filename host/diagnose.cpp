@@ -185,10 +185,17 @@ void trace_report(const std::vector<std::uint64_t>& trace, std::uint64_t t, std:
     const bool covers = t >= r.head && t < r.head + r.ready;
     const bool jump = i > 0 && r.head != recs[i - 1].head + recs[i - 1].ready;
     const bool near = r.head + r.ready + 300 > t && r.head < t + 300;
-    if ((jump || covers || near) && shown++ < 50)
+    if ((jump || covers || near) && shown++ < 50) {
+      // Device times (us): since the previous record's hand-over ended, the poll's round trip, the hand-over.
+      char times[128];
+      const Rec* prev = i > 0 && recs[i - 1].launch == r.launch ? &recs[i - 1] : nullptr;
+      std::snprintf(times, sizeof times, " after %.2f, poll %.2f, hand-over %.2f",
+                    prev && r.t_issue >= prev->t_done ? static_cast<double>(r.t_issue - prev->t_done) * 1e-3 : -1.0,
+                    static_cast<double>(r.t_return - r.t_issue) * 1e-3, static_cast<double>(r.t_done - r.t_return) * 1e-3);
       line("  head=" + u(r.head) + " ready=" + u(r.ready) + " window=" + u(r.window & 0xffffffffu) +
-           " lone=" + u((r.window >> 32) & 1u) + " launch=" + u(r.launch) + (jump ? " JUMP" : "") +
+           " lone=" + u((r.window >> 32) & 1u) + " launch=" + u(r.launch) + times + (jump ? " JUMP" : "") +
            (covers ? " COVERS" : ""));
+    }
   }
 }
 

@@ -1348,10 +1348,10 @@ struct PollResult {
   uint32_t stop;
   uint32_t tiles0;      // tiles of the first slot
   uint32_t w0;          // the first slot's chunk-0 word 0: op | arg_bytes << 16 | hints << 24
-  uint32_t special;     // kPollDeps | kPollGraph: the poll holds dependency slots / graph launches
+  uint32_t special;     // PollSpecial bits: the poll holds dependency slots / graph launches
   uint32_t taken;       // a poll with dependency slots: the slots special_job copied
 };
-enum PollSpecial : uint32_t { kPollDeps = 1, kPollGraph = 2 };
+enum PollSpecial : uint32_t { kPollDeps = 1, kPollGraph = 2, kPollDepsFirst = 4 /* slot 0 is a dependency slot */ };
 __device__ __forceinline__ PollResult empty_poll() { return PollResult{~0u, ~0u, 0u, 0u, 0u, 0u, 0u}; }
 
 /// The tiles the copy loop arms a slot with, from its chunk-0 words 0 (op | arg_bytes | hints) and 1
@@ -1676,7 +1676,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
         if (op == GPUOS_OP_CONTROL)
           atomicMin(&pr.control_at, ci / kSlotChunks);
         else
-          atomicOr(&pr.special, op == GPUOS_OP_DEPS ? kPollDeps : kPollGraph);
+          atomicOr(&pr.special, op != GPUOS_OP_DEPS ? kPollGraph : ci == 0 ? kPollDeps | kPollDepsFirst : kPollDeps);
       }
     }
     if (tid == 0) {
@@ -1722,6 +1722,12 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       window = 1;
       continue;
     }
+    if (ready == 1 && (special & kPollDepsFirst)) {
+      // A dependency slot alone: its task is the next slot (published with it, so both are there now).
+      // Read both in the next poll rather than hand this one to a worker that could copy nothing.
+      window = 2;
+      continue;
+    }
 
     if (control) {
       const uint32_t kind = __shfl_sync(0xffffffffu, v[0].x, 1);  // chunk 1 of slot 0 is thread 1's
@@ -1759,8 +1765,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       __syncthreads();
       ready = pr.taken;
       if (ready == 0) {
-        // The poll's one ready slot was a dependency slot, whose task is the next slot: the next poll
-        // must see two, or a window of one would find the same slot for ever.
+        // The poll's ready slots ended with a dependency slot's (cut there), whose task is the next slot.
         window = 2;
         continue;
       }

@@ -385,10 +385,7 @@ struct alignas(128) DeviceState {
   /// while it waits: the number of such posts so far (the front end writes it last, with release). Beside
   /// `head`: idle workers read both in one 16-byte load.
   uint64_t special_post;
-  /// (the last post a worker finished << 8) | the slots it copied.
-  uint64_t special_done;
-  /// The posted poll: (its head << 8) | its slots (<= 32); its chunks are in special_chunks.
-  uint64_t special_poll;
+  uint64_t pad_head[2];
   /// Placed launches (one at a time): how many were started, and the instance of the last. Worker blocks
   /// read both in one 16-byte load with `head`'s line; the instance is written first, `gang_seq` last
   /// (release).
@@ -399,8 +396,14 @@ struct alignas(128) DeviceState {
   uint64_t gang_exec;
   uint64_t pad0[9];
   uint64_t claim;  ///< next ticket a worker block claims
+  // A special_job's hand-over, off `head`'s line: every idle worker reads that line about every
+  // microsecond, and a front end spinning there for special_done sees each of its reads slowed by them.
   uint64_t special_taken;  ///< the last post a worker took (compare-and-swap from post - 1)
-  uint64_t pad1[14];
+  /// (the last post a worker finished << 8) | the slots it copied.
+  uint64_t special_done;
+  /// The posted poll: (its head << 8) | its slots (<= 32); its chunks are in special_chunks.
+  uint64_t special_poll;
+  uint64_t pad1[12];
   uint32_t closed;  ///< front end stopped publishing for this run
   uint32_t exited;  ///< blocks of this run that have left the kernel
   uint64_t launches;
