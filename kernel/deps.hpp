@@ -7,10 +7,11 @@
 // then end_wait. Whoever takes T's deps_left to zero, the front end at end_wait or the completer of T's
 // last dependency at dep_done, makes T ready.
 //
-// A host ticket d completes in this order: close_waiters (its list is closed, kWaitDone), its completion
-// record, then every waiter on the list gets dep_done. Closing before the record matters: once the host
-// sees the record it may retire d and reuse its record for ticket d + capacity, and a list still open
-// then could be taken over by the new ticket's waiters. (A task the front end runs itself, alone, may
+// A host ticket d completes in this order: close_waiters (its list is closed, kWaitDone), every waiter on
+// the list gets dep_done, then its completion record (the waiters first: an acquire-release atomic behind
+// a store to host memory waits for that store). Closing before the record matters: once the host sees
+// the record it may retire d and reuse its record for ticket d + capacity, and a list still open then
+// could be taken over by the new ticket's waiters. (A task the front end runs itself, alone, may
 // store the closed word after its record instead: nobody can register on it before the front end has
 // moved past it.)
 //
@@ -76,17 +77,29 @@ GPUOS_HD inline Wait wait_for(TaskRecord* dq, uint64_t mask, uint64_t t_ticket, 
   }
 }
 
+/// T inherits `cause` (nonzero: the root cause of a failed dependency it does not only order on), unless
+/// it has one already.
+GPUOS_HD inline void inherit(TaskRecord& t, uint64_t cause) {
+  if (!cause) return;
+  uint64_t none = 0;
+  ref<uint64_t>(t.cause).compare_exchange_strong(none, cause, cuda::memory_order_relaxed);
+}
+
 /// A dependency of T is complete (failed with `cause` when nonzero). True when T is ready now.
 GPUOS_HD inline bool dep_done(TaskRecord& t, uint64_t cause) {
-  if (cause) {
-    uint64_t none = 0;
-    ref<uint64_t>(t.cause).compare_exchange_strong(none, cause, cuda::memory_order_relaxed);
-  }
+  inherit(t, cause);
   return ref<uint32_t>(t.deps_left).fetch_sub(1u, cuda::memory_order_acq_rel) == 1u;
 }
 
-/// The registration is done. True when T is ready now (every dependency was complete or has completed).
-GPUOS_HD inline bool end_wait(TaskRecord& t) { return dep_done(t, 0); }
+/// A registration that found `k` of T's dependencies complete (and took no link for them) is done: their
+/// count and the registration's hold come off T's count in one atomic. True when T is ready now.
+GPUOS_HD inline bool deps_done(TaskRecord& t, uint32_t k) {
+  return ref<uint32_t>(t.deps_left).fetch_sub(k, cuda::memory_order_acq_rel) == k;
+}
+
+/// The registration is done (each complete dependency already counted). True when T is ready now.
+GPUOS_HD inline bool end_wait(TaskRecord& t) { return deps_done(t, 1); }
+
 
 /// Closes ticket d's waiter list (d completed; failed with `cause` when nonzero, written first) and
 /// returns its head (a link id + 1, 0 for none). Call before d's completion record.
@@ -122,6 +135,27 @@ GPUOS_HD inline void for_each_waiter(TaskRecord* dq, uint32_t head, F f) {
 /// none through an order-only link.
 GPUOS_HD inline uint64_t inherited(TaskRecord& w, uint32_t j, uint64_t cause) {
   return (ref<uint32_t>(w.weak).load(cuda::memory_order_relaxed) >> j) & 1u ? 0ull : cause;
+}
+
+/// Registers task `t` (record dq[t & mask]) as waiting for the n tickets d(0)..d(n-1), with `cause` (0,
+/// or a failure already known) and `weak` as begin_wait takes them. A dependency found complete takes
+/// no link and is counted off with the registration's hold in one atomic; a registration that took no
+/// link at all (every dependency complete) touches the count not at all: each of these is an L2 round
+/// trip in a row on the device. True when T is ready now.
+template <class D>
+GPUOS_HD inline bool register_waits(TaskRecord* dq, uint64_t mask, uint64_t t, uint32_t n, D d, uint64_t cause,
+                                    uint32_t weak) {
+  TaskRecord& rt = dq[t & mask];
+  begin_wait(rt, n, cause, weak);
+  uint32_t complete = 0;
+  for (uint32_t j = 0; j < n; ++j) {
+    uint64_t c = 0;
+    const Wait w = wait_for(dq, mask, t, j, d(j), c);
+    if (w == Wait::registered) continue;
+    if (w == Wait::failed) inherit(rt, inherited(rt, j, c));
+    ++complete;
+  }
+  return complete == n || deps_done(rt, complete + 1);
 }
 
 /// Graph node with in-degree `indeg` (> 1) has one more completed predecessor; true when that completes

@@ -336,15 +336,18 @@ __device__ uint64_t take_from_batch(const LaunchParams& p, uint64_t value, uint3
 
 /// Thread 0: host ticket `rec` completed with `st` (detail as the completion record says it; `cause`:
 /// 0, or the root cause when it failed). Its waiter list is closed before its record (kernel/deps.hpp
-/// says why), then every waiter whose last dependency this was becomes ready.
+/// says why); every waiter whose last dependency this was becomes ready before the record is written:
+/// an acquire-release atomic (a waiter's count, a hand-off) behind a store to host memory waits for that
+/// store to cross the bus (H200: a task after a ticket and the special_job of deps slots paid ~2-3 us
+/// each time).
 __device__ __noinline__ void complete_host(const LaunchParams& p, BlockShared& sh, TaskRecord& rec, uint64_t ticket, uint32_t st,
                               uint32_t detail, uint64_t cause) {
   const uint32_t head = deps::close_waiters(rec, ticket, cause);
-  host_record(p, ticket, st, detail);
   deps::for_each_waiter(p.dq, head, [&](uint32_t index, uint32_t j) {
     TaskRecord& w = p.dq[index];
     if (deps::dep_done(w, deps::inherited(w, j, cause))) hand_on(p, sh, w);
   });
+  host_record(p, ticket, st, detail);
 }
 
 /// Word k (0-5) of what a block reads of a record's ticket and line 1 to run it, in 8-byte units: what
@@ -1386,16 +1389,27 @@ __device__ __forceinline__ void apply_control(const LaunchParams& p, uint16_t* a
 }
 
 
-/// One front-end thread, once dependency slot `x` and its task x + 1 are copied and armed (before `head`
-/// passes them): registers the task on the tickets DepsArgs lists, completes ticket x (no task runs for
-/// it), and arms the task when nothing it waits for is still running. A malformed list (only a corrupt
-/// slot: the host builds it) fails ticket x, and the task with x as the cause.
-__device__ __noinline__ void register_task(const LaunchParams& p, uint64_t x) {
+/// What register_task leaves to its caller: ticket x's completion status, and whether task x + 1 is
+/// ready (every dependency already complete): the caller hands it on.
+struct Registered {
+  uint32_t status;
+  bool ready;
+};
+
+/// One thread of special_job, once dependency slot `x` and its task x + 1 are copied (before `head`
+/// passes them): registers the task on the tickets DepsArgs lists and completes ticket x (no task runs
+/// for it; the caller writes its completion record). A malformed list (only a corrupt slot: the host
+/// builds it) fails ticket x, and the task with x as the cause. The task is not armed: whoever makes it
+/// ready hands it on (the caller, when nothing it waits for is still running), so the worker that holds
+/// its ticket finds nothing to claim.
+/// Its steps are L2 round trips in a row (~6 us on an H200 for one dependency before register_waits
+/// skipped the count's atomics), so ticket x's list is closed with a plain store, not an exchange:
+/// nobody can have registered on it, a registration on x comes in a later poll, handed on after this one.
+__device__ __noinline__ Registered register_task(const LaunchParams& p, uint64_t x) {
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
   const uint64_t cap = mask + 1;
   const uint64_t t = x + 1;
   TaskRecord& rx = p.dq[x & mask];
-  TaskRecord& rt = p.dq[t & mask];
   const volatile DepsArgs& da = *reinterpret_cast<const volatile DepsArgs*>(rx.payload.args);
   const uint32_t count = da.count;
   bool ok = count <= kMaxDeps && *reinterpret_cast<const volatile uint8_t*>(&rx.payload.arg_bytes) == sizeof(DepsArgs);
@@ -1414,20 +1428,10 @@ __device__ __noinline__ void register_task(const LaunchParams& p, uint64_t x) {
   const uint32_t n = ok ? count : 0u;
   // The block's copies (ordered before this thread by the barriers) go out before the task's first link.
   cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
-  deps::begin_wait(rt, n, ok ? da.failed_cause : bad, weak);
-  for (uint32_t j = 0; j < n; ++j) {
-    uint64_t cause = 0;
-    const deps::Wait w = deps::wait_for(p.dq, mask, t, j, t - back[j], cause);
-    if (w != deps::Wait::registered) deps::dep_done(rt, w == deps::Wait::failed ? deps::inherited(rt, j, cause) : 0ull);
-  }
-  // Ticket x: nobody should wait for it, but a ticket is a ticket.
-  const uint32_t head = deps::close_waiters(rx, x, bad);
-  host_record(p, x, ok ? kTaskOk : kTaskBadArgs, ok ? 0u : GPUOS_OP_DEPS);
-  deps::for_each_waiter(p.dq, head, [&](uint32_t index, uint32_t j) {
-    TaskRecord& w = p.dq[index];
-    if (deps::dep_done(w, deps::inherited(w, j, bad))) arm_ready(w, ready_tiles(w));
-  });
-  if (deps::end_wait(rt)) arm_ready(rt, ready_tiles(rt));
+  const bool ready = deps::register_waits(p.dq, mask, t, n, [&](uint32_t j) { return t - back[j]; },
+                                          ok ? da.failed_cause : bad, weak);
+  deps::close_unwatched(rx, x, bad);
+  return Registered{ok ? kTaskOk : kTaskBadArgs, ready};
 }
 
 /// Runs a lone single-tile task on the front end's block: one barrier between the poll and the tile (slot
@@ -1517,8 +1521,9 @@ inline constexpr uint32_t kSpecialSlots = GPUOS_BLOCK_THREADS / kSlotChunks;
 
 /// A worker block's shared memory while it runs special_job (the tiles' shared memory: no tile runs).
 struct SpecialScratch {
-  uint32_t deps;  // bit j: slot j is a dependency slot
-  uint32_t cut;   // the slots end before this one (~0u: no cut)
+  uint32_t deps;   // bit j: slot j is a dependency slot
+  uint32_t cut;    // the slots end before this one (~0u: no cut)
+  uint32_t ready;  // bit j: the task after dependency slot j is ready (every dependency complete)
 };
 static_assert(sizeof(SpecialScratch) <= GPUOS_TILE_SMEM_BYTES);
 
@@ -1536,7 +1541,7 @@ static_assert(sizeof(SpecialScratch) <= GPUOS_TILE_SMEM_BYTES);
 ///   ready.
 /// The alias table in DeviceState is the one this poll's tickets see: the front end applies control
 /// tasks alone, in their turn, and waits here.
-__device__ void special_job(const LaunchParams& p, void* smem, uint64_t post) {
+__device__ void special_job(const LaunchParams& p, BlockShared& sh, void* smem, uint64_t post) {
   DeviceState& s = *p.state;
   SpecialScratch& ss = *static_cast<SpecialScratch*>(smem);
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
@@ -1553,6 +1558,7 @@ __device__ void special_job(const LaunchParams& p, void* smem, uint64_t post) {
   if (threadIdx.x == 0) {
     ss.deps = 0;
     ss.cut = ~0u;
+    ss.ready = 0;
   }
   __syncthreads();
   if (j < ready && c == 0 && (w0 & 0xffffu) == GPUOS_OP_DEPS) atomicOr(&ss.deps, 1u << j);
@@ -1594,12 +1600,23 @@ __device__ void special_job(const LaunchParams& p, void* smem, uint64_t post) {
     dev_ref<uint64_t>(e.claim).store(make_claim(queue_tiles(w0, w1), t), cuda::memory_order_relaxed);
   }
   __syncthreads();
-  if (j < r && c == 0 && ((deps >> j) & 1u)) register_task(p, t);
+  uint32_t deps_st = ~0u;  // a dependency slot's completion status, written after the hand-over
+  if (j < r && c == 0 && ((deps >> j) & 1u)) {
+    const Registered g = register_task(p, t);
+    deps_st = g.status;
+    if (g.ready) atomicOr(&ss.ready, 1u << j);
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
     cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
     dev_ref<uint64_t>(s.special_done).store((post << 8) | r, cuda::memory_order_relaxed);
+    // Tasks ready at once: this block runs the first next (its continuation, unarmed), the others go
+    // out armed (hand_on). Their tickets' own workers find nothing to claim.
+    for (uint32_t m = ss.ready; m != 0; m &= m - 1) hand_on(p, sh, p.dq[(head + __ffs(m)) & mask]);
   }
+  // The dependency slots' own completion records last: a release behind a store to host memory waits
+  // for it to cross the bus (the one above would, with the front end waiting).
+  if (deps_st != ~0u) host_record(p, t, deps_st, deps_st == kTaskOk ? 0u : GPUOS_OP_DEPS);
   __syncthreads();  // the tiles' shared memory is free again
 }
 
@@ -1998,7 +2015,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
     TaskRecord& r = *reinterpret_cast<TaskRecord*>(target);
     if (action == kSpecial) {
       backoff = 0;
-      special_job(p, smem, target);
+      special_job(p, sh, smem, target);
     } else if (action == kGang) {
       backoff = 0;
       run_role(p, sh, smem, cs.role, *reinterpret_cast<GraphExec*>(target));

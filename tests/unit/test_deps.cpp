@@ -61,12 +61,12 @@ struct Sim {
     finished[t].store(1);  // its last tile
     const uint32_t head = deps::close_waiters(r, t, cause);  // before the "completion record"
     cause_seen[t].store(cause);
-    completed[t].fetch_add(1);  // the completion record: the host may retire t and reuse its record now
-    done_count.fetch_add(1);
     deps::for_each_waiter(dq.data(), head, [&](uint32_t index, uint32_t j) {
       TaskRecord& w = dq[index];
       if (deps::dep_done(w, deps::inherited(w, j, cause))) push_ready(w.ticket);
     });
+    completed[t].fetch_add(1);  // the completion record: the host may retire t and reuse its record now
+    done_count.fetch_add(1);
   }
 
   void run_task(uint64_t t) {
@@ -146,13 +146,9 @@ void run_sim(uint64_t n, uint32_t workers, uint32_t window, double fail_rate, ui
     }
     TaskRecord& r = s.dq[t & Sim::kMask];
     r.ticket = t;
-    deps::begin_wait(r, static_cast<uint32_t>(live.size()), known_cause, weak);
-    for (uint32_t j = 0; j < live.size(); ++j) {
-      uint64_t cause = 0;
-      const deps::Wait w = deps::wait_for(s.dq.data(), Sim::kMask, t, j, live[j], cause);
-      if (w != deps::Wait::registered) deps::dep_done(r, w == deps::Wait::failed ? deps::inherited(r, j, cause) : 0);
-    }
-    if (deps::end_wait(r)) s.push_ready(t);
+    if (deps::register_waits(s.dq.data(), Sim::kMask, t, static_cast<uint32_t>(live.size()),
+                             [&](uint32_t j) { return live[j]; }, known_cause, weak))
+      s.push_ready(t);
   }
   while (s.done_count.load() < n && !late()) std::this_thread::sleep_for(std::chrono::microseconds(50));
   stop = true;
