@@ -8,7 +8,9 @@
 //   fan     1 -> 128 -> 1: gpuos graph vs CUDA graph, per launch.
 //   dag     a random DAG (--dag-nodes, each node 1..4 predecessors among the 64 before it): gpuos graph
 //           vs CUDA graph of the same DAG, per launch.
-//   one     a 1-node graph launched and waited for vs a nop submitted and waited for (p50 round trips).
+//   one     a 1-node graph launched and waited for vs a nop submitted and waited for (p50 round trips),
+//           and a nop after a nop just submitted (submit, submit_after, wait: the dependency resolved on
+//           the device) vs the same pair with a wait between (two host round trips).
 // Targets: chain N = 256 <= 0.5 us a step and >= 2x faster than the faster CUDA baseline; dag >= 3x
 // faster than the CUDA graph.
 #include <algorithm>
@@ -306,7 +308,7 @@ int run(int argc, char** argv) {
   }
 
   DeviceInfo info{};
-  LatencySummary rt_graph, rt_nop;
+  LatencySummary rt_graph, rt_nop, rt_after, rt_two;
   guarded("gpuos", [&] {
     Options o;
     o.with_device(c.device);
@@ -324,6 +326,14 @@ int run(int argc, char** argv) {
     GraphExec ge(rt, one);
     rt_graph = LatencySummary::of(round_trips(rt, c.round_trips, [&] { return ge.launch(); }));
     rt_nop = LatencySummary::of(round_trips(rt, c.round_trips, [&] { return rt.submit(ops::nop()); }));
+    rt_after = LatencySummary::of(round_trips(rt, c.round_trips, [&] {
+      const Ticket t = rt.submit(ops::nop());
+      return rt.submit_after(ops::nop(), std::span<const Ticket>(&t, 1));
+    }));
+    rt_two = LatencySummary::of(round_trips(rt, c.round_trips, [&] {
+      wait_or_die(rt, rt.submit(ops::nop()), "round trip");
+      return rt.submit(ops::nop());
+    }));
     if (rt.stats().failed != 0) throw std::runtime_error(std::to_string(rt.stats().failed) + " tasks failed");
     return 0;
   });
@@ -332,7 +342,9 @@ int run(int argc, char** argv) {
   for (const Method& m : ms)
     std::printf("%-6s %6u %-22s %14.2f %14.3f %8llu\n", m.shape.c_str(), m.nodes, m.name.c_str(), m.per_launch_us(),
                 m.per_node_us(), static_cast<unsigned long long>(m.wrong));
-  std::printf("round trip p50: 1-node graph %.2f us, nop task %.2f us\n", rt_graph.p50, rt_nop.p50);
+  std::printf("round trip p50: 1-node graph %.2f us, nop task %.2f us; a nop after a nop just submitted %.2f us, "
+              "the two with a wait between %.2f us\n",
+              rt_graph.p50, rt_nop.p50, rt_after.p50, rt_two.p50);
 
   Verdicts v("bench_graph");
   const std::uint32_t n256 = 256;
@@ -377,6 +389,10 @@ int run(int argc, char** argv) {
       .field("graph_1_node_p90", rt_graph.p90)
       .field("nop_task_p50", rt_nop.p50)
       .field("nop_task_p90", rt_nop.p90)
+      .field("nop_after_nop_p50", rt_after.p50)
+      .field("nop_after_nop_p90", rt_after.p90)
+      .field("nop_wait_nop_p50", rt_two.p50)
+      .field("nop_wait_nop_p90", rt_two.p90)
       .end_object();
   return v.conclude(j, c.json);
 }

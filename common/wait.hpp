@@ -1,5 +1,6 @@
-// Waiting for a condition another agent makes true (the GPU, the driver, another host thread): the one
-// spin-then-sleep loop of the project, with a deadline.
+// Waiting for a condition another agent makes true (the GPU, the driver, another host thread): the
+// project's spin-then-sleep loop, with a deadline. (The stream doorbells' poller, host/doors.cpp, has a
+// loop of its own: it watches many doors at once, for ever, and a door armed while it sleeps wakes it.)
 //
 // Contract: wait_until(pred, deadline, backoff) calls pred() until it returns true (then returns true)
 // or the deadline has passed (then returns false, after one last call of pred()). For the first

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/wait.hpp"
 
 namespace gpuos::detail {
 namespace {
@@ -11,14 +12,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::microseconds kNap{50};        // between scans once quiet for `spin`
 constexpr std::chrono::microseconds kDetachedNap{1000};  // the same once detached (nothing runs)
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
 
 }  // namespace
 
@@ -45,7 +38,9 @@ std::uint32_t Doors::open(const void* stream, bool captured, Work work, const st
   if (!captured)
     while (ps.opened - ps.answered >= kMaxInFlight) {
       room_cv_.wait_for(lock, std::chrono::milliseconds(1));
+      lock.unlock();  // check() may take other locks (RunState's, to read a fault's reason)
       check();
+      lock.lock();
     }
   if (free_.empty())
     fail(GPUOS_ERR_QUEUE_FULL, "stream-ordered submission: " + std::to_string(mem_.count) +
@@ -184,7 +179,7 @@ void Doors::poll() {
     if (found) {
       busy = now;
     } else if (now - busy < spin_) {
-      for (int i = 0; i < 16; ++i) cpu_relax();
+      for (int i = 0; i < 16; ++i) common::cpu_relax();
     } else {
       const bool detached = detached_.load(std::memory_order_relaxed);
       std::unique_lock<std::mutex> lock(mu_);

@@ -50,7 +50,6 @@
   X(cuStreamIsCapturing)                        \
   X(cuStreamBeginCapture)                       \
   X(cuStreamEndCapture)                         \
-  X(cuLaunchHostFunc)                           \
   X(cuEventCreate)                              \
   X(cuEventDestroy)                             \
   X(cuEventRecord)                              \

@@ -4,7 +4,7 @@
 //   ResidentKernel  the kernel's memory, launches, stops, suspend/resume, stop-time checks
 //   OpRegistry      operator names, ids, aliases, the accept table (pure)
 //   Submitter       validation, admission, back-pressure, waits and drains
-//   StreamSubmitter tasks in a CUDA stream's order (host functions and memory waits on the stream)
+//   StreamSubmitter tasks in a CUDA stream's order (doorbells rung by the stream, answered by a thread)
 //   HeapClient      the device heap's memory and the host's requests
 //   Generations     compile, plan, link and switch; aliases
 //   Graphs          task graphs' instances and launches
@@ -13,9 +13,9 @@
 //   RunState        fault and closing flags, shared by all
 //
 // Lock order, outer first: close_mutex_ (here); Generations' lock; the StreamSubmitter's detach lock
-// (held shared by its host functions while they submit); a graph instance's lock; the Submitter's
-// ordering lock; a lane's lock; the resident kernel's control lock; then the leaf locks (the
-// StreamSubmitter's flag lock among them),
+// (held shared by its doors' work while it submits); a graph instance's lock; the Submitter's
+// ordering lock; a lane's lock; the resident kernel's control lock; then the leaf locks (the doors'
+// lock among them),
 // which are never held while taking another (except that the SubmitQueue's reap lock, itself only ever
 // try-locked, takes its failure lock, and Graphs' registry lock takes the reap lock): RunState's, Graphs'
 // registry lock, the SubmitQueue's reap and failure locks, the resident kernel's diagnostics lock,

@@ -44,7 +44,7 @@ StreamSubmitter::~StreamSubmitter() {
 std::uint64_t StreamSubmitter::failures() const { return doors_->failures(); }
 
 namespace {
-/// Tasks with their argument bytes, owned: a host function submits them later.
+/// Tasks with their argument bytes, owned: a door's work submits them later.
 struct OwnedTasks {
   std::vector<gpuos_task> tasks;
   std::vector<std::vector<unsigned char>> args;
@@ -54,7 +54,7 @@ struct OwnedTasks {
       if (a) args[i].assign(a, a + t[i].arg_bytes);
     }
   }
-  /// The tasks, pointing at the owned bytes (call where the copy will stay: the host function's).
+  /// The tasks, pointing at the owned bytes (call where the copy will stay: the door's work's).
   const gpuos_task* get() {
     for (std::size_t i = 0; i < tasks.size(); ++i) tasks[i].args = args[i].empty() ? nullptr : args[i].data();
     return tasks.data();

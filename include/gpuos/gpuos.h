@@ -150,15 +150,16 @@ GPUOS_API gpuos_status gpuos_submit_batch(gpuos_runtime* rt, const gpuos_task* t
 /* Submits a task in a CUDA stream's order: it runs once the work put on `stream` (a CUstream or
  * cudaStream_t; NULL: the legacy default stream) before this call is done, and the stream's later work
  * waits for it. Ordered with a framework's kernels on that stream, and recorded when the stream is being
- * captured into a CUDA graph (each replay runs the task again). On the stream: a host function that
- * submits the task when the stream reaches it, and a wait for its completion (docs/design.md,
- * "Stream-ordered submission"); no ticket is returned (a captured task gets one per replay). The task is
- * validated here. Blocks while the stream holds 64 such tasks not yet reached; GPUOS_ERR_QUEUE_FULL
- * beyond 8,192 in flight or captured. A task the stream reaches after the runtime closed or faulted does
- * not run, and the stream goes on (counted in the diagnosis). Destroy the runtime only once no stream
- * holds such a task it has not reached (freeing device memory waits for that stream): synchronize the
- * stream, or gpuos_shutdown first. A round trip costs ~60 us on an H100 (the driver's host function and
- * stream wait). Thread-safe. */
+ * captured into a CUDA graph (each replay runs the task again). On the stream: memory operations that
+ * ring a doorbell in mapped memory, which a thread of the runtime answers by submitting the task, and a
+ * wait for its completion (docs/design.md, "Stream-ordered submission"); no ticket is returned (a
+ * captured task gets one per replay). The task is validated here. Blocks while the stream holds 64 such
+ * tasks not yet reached; GPUOS_ERR_QUEUE_FULL beyond 8,192 in flight or captured. A task the stream
+ * reaches after the runtime closed, faulted or was destroyed does not run, and the stream goes on
+ * (counted in the diagnosis while the runtime exists). Destroy the runtime only once no stream holds such
+ * a task it has not reached (freeing device memory waits for that stream): synchronize the stream, or
+ * gpuos_shutdown first. A round trip (submit, the stream's sync) costs ~20 us on an H200, most of it the
+ * stream's wait (GPUOS_STREAM_SPIN: how long the answering thread spins). Thread-safe. */
 GPUOS_API gpuos_status gpuos_submit_on_stream(gpuos_runtime* rt, const gpuos_task* task, void* stream);
 
 typedef struct gpuos_lane gpuos_lane;
@@ -173,8 +174,8 @@ GPUOS_API gpuos_status gpuos_submit_after(gpuos_runtime* rt, const gpuos_task* t
                                           size_t n_after, gpuos_lane* lane, uint64_t* ticket);
 
 /* gpuos_submit_batch and gpuos_submit_after in a CUDA stream's order, as gpuos_submit_on_stream (n >= 1):
- * one host function submits the tasks when the stream reaches it, and the stream's later work waits for
- * all of them. The tickets in `after` must have been issued before the call; the lane's previous task is
+ * one doorbell submits the tasks when the stream reaches it, and the stream's later work waits for all
+ * of them. The tickets in `after` must have been issued before the call; the lane's previous task is
  * the one it has when the stream reaches the call, so the lane must not be destroyed before the stream
  * has reached it (synchronize the stream first). No ticket is returned. */
 GPUOS_API gpuos_status gpuos_submit_batch_on_stream(gpuos_runtime* rt, const gpuos_task* tasks, size_t n,

@@ -101,7 +101,7 @@ TEST_CASE("a stream that reaches its tasks after the runtime shut down goes on w
   rt.shutdown();
   __atomic_store_n(gate.host<std::uint32_t>(), 1u, __ATOMIC_RELEASE);
   const auto t0 = std::chrono::steady_clock::now();
-  s.sync();  // returns: the host functions release the stream
+  s.sync();  // returns: the doors' poller releases the stream
   CHECK(std::chrono::steady_clock::now() - t0 < 30s);
   const std::vector<float> h = y.download();
   CHECK(std::count(h.begin(), h.end(), 0.0f) == static_cast<long>(n));  // none ran
