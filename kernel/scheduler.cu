@@ -1467,9 +1467,14 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
     w[1] = chunk.y;
     w[2] = chunk.z;
     // The watchdog's record, before the barrier the tile waits for anyway; it goes idle after the
-    // completion record. The two still cost a nop's round trip ~0.1 us on an H100 (docs/benchmarks.md,
-    // Reliability).
-    if (tid == 0) work_begin(sh, head, w[0] & 0xffffu, 0u);
+    // completion record. A lone task's ticket is its own, so its low bits tell two calls apart: no call
+    // count (work_begin's shared-memory increment) on this path.
+    if (tid == 0 && sh.work) {
+      const uint32_t call = ((static_cast<uint32_t>(head) & 0x7fffu) << 16) | (w[0] & 0xffffu) | kWorkBusy;
+      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(sh.work), "l"(head),
+                   "l"(static_cast<unsigned long long>(call) << 32)
+                   : "memory");
+    }
   }
   const TileCtx ctx{0u, 1u, head, smem, &sh.local_scratch};
   __syncthreads();
@@ -1488,8 +1493,8 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
   if (tid == 0) {
     release_writes(op);
     host_record(p, ctx.ticket, st, st == kTaskOk ? blockIdx.x + 1 : sh.payload.op);
+    if (sh.work) reinterpret_cast<volatile BlockWork*>(sh.work)->call = (static_cast<uint32_t>(ctx.ticket) & 0x7fffu) << 16;
   }
-  work_end(sh);
   uint64_t steps = 0;
   if (tid == 0) {
     if (timing) {
