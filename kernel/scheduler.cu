@@ -1402,9 +1402,10 @@ struct Registered {
 /// builds it) fails ticket x, and the task with x as the cause. The task is not armed: whoever makes it
 /// ready hands it on (the caller, when nothing it waits for is still running), so the worker that holds
 /// its ticket finds nothing to claim.
-/// Its steps are L2 round trips in a row (~6 us on an H200 for one dependency before register_waits
-/// skipped the count's atomics), so ticket x's list is closed with a plain store, not an exchange:
-/// nobody can have registered on it, a registration on x comes in a later poll, handed on after this one.
+/// Its steps are L2 round trips in a row (an H200's flight recorder: ~6 us for one dependency with the
+/// count's atomics, ~4 us with register_waits), so ticket x's list is closed with a plain store, not an
+/// exchange: nobody can have registered on it, a registration on x comes in a later poll, handed on
+/// after this one.
 __device__ __noinline__ Registered register_task(const LaunchParams& p, uint64_t x) {
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
   const uint64_t cap = mask + 1;
@@ -1426,8 +1427,9 @@ __device__ __noinline__ Registered register_task(const LaunchParams& p, uint64_t
   }
   const uint64_t bad = ok ? 0ull : x + 1;
   const uint32_t n = ok ? count : 0u;
-  // The block's copies (ordered before this thread by the barriers) go out before the task's first link.
-  cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+  // No fence first: the block's copies (ordered before this thread by the barrier) go out with the first
+  // link's compare-and-swap, a release (cumulative, as an arrival after a barrier); a task that takes
+  // no link is handed on by this block, or armed with a release.
   const bool ready = deps::register_waits(p.dq, mask, t, n, [&](uint32_t j) { return t - back[j]; },
                                           ok ? da.failed_cause : bad, weak);
   deps::close_unwatched(rx, x, bad);
