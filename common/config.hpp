@@ -57,7 +57,8 @@ enum class Kind { flag, integer, bytes, choice, path };
   X(drain_stall_ms, "GPUOS_DRAIN_STALL", integer, 100, 86400000, "", "30000",                               \
     "Shutdown and destroy drain every submitted task; they give up once none has completed for this "    \
     "long (ms; or the longest watchdog deadline in force, if longer): the runtime is then declared hung "  \
-    "(GPUOS_ERR_HUNG) and its kernel ended.")                                                               \
+    "(GPUOS_ERR_HUNG) and its kernel ended. A graph instance's destroy waits at most this long for its "   \
+    "last launch (then GPUOS_ERR_TIMEOUT, the instance kept).")                                             \
   X(trace, "GPUOS_TRACE", flag, 0, 1, "", "0",                                                             \
     "1: the front end records every poll that found work in a flight recorder (device memory) that "       \
     "gpuos_diagnose summarizes. Diagnostics; slows the front end slightly.")                               \

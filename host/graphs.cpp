@@ -61,6 +61,7 @@ Graphs::Graphs(CUcontext ctx, const common::Config& cfg, Submitter& sub, Residen
       accept_(accept),
       grid_(std::move(grid)),
       placed_(cfg.graph_placed),
+      destroy_wait_(std::chrono::milliseconds(cfg.drain_stall_ms)),
       staging_(cfg.graph_staging) {
   CtxScope scope(ctx_);
   try {
@@ -303,9 +304,13 @@ void Graphs::destroy(GraphInstance* raw) {
   std::lock_guard<std::mutex> il(e->mu);
   if (e->dead) fail(GPUOS_ERR_INVALID_ARG, "the graph instance was already destroyed");
   if (e->last) {
+    // Bounded as shutdown's drain is: with no watchdog deadline a hung node would hold this for ever.
     std::string why;
-    const gpuos_status s = sub_.wait(*e->last, common::Deadline::never(), why);
+    const gpuos_status s = sub_.wait(*e->last, common::Deadline::after(destroy_wait_), why);
     if (s == GPUOS_ERR_DEVICE_FAULT || s == GPUOS_ERR_HUNG) fail(s, why);  // nothing runs any more; its memory went with the device
+    if (s == GPUOS_ERR_TIMEOUT)
+      fail(s, "the graph instance's last launch (ticket " + std::to_string(*e->last) + ") has not completed in " +
+                  std::to_string(destroy_wait_.count()) + " ms (GPUOS_DRAIN_STALL); the instance was not destroyed");
   }
   e->dead = true;
   std::lock_guard<std::mutex> lock(mu_);

@@ -19,6 +19,7 @@
 // lock, the registry lock; the resident kernel's control lock only with none of them held.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -65,7 +66,8 @@ class Graphs {
   /// Throws Failure(GPUOS_ERR_INVALID_ARG) unless `e` is a live instance of this runtime.
   void check_instance(const GraphInstance* e) { (void)find(e); }
   /// Waits for e's launches, then releases it (its memory once safe). Throws Failure if `e` is not an
-  /// instance of this runtime (nothing changes).
+  /// instance of this runtime, and GPUOS_ERR_TIMEOUT when its last launch has not completed within
+  /// GPUOS_DRAIN_STALL (nothing changes either way: the instance stays usable).
   void destroy(GraphInstance* e);
 
   /// At shutdown (no kernel runs): the staging ring's memory, the copy stream. Instances' device memory
@@ -91,6 +93,7 @@ class Graphs {
   const AcceptTable& accept_;
   const std::function<std::uint32_t()> grid_;
   const bool placed_;  // GPUOS_GRAPH_PLACED
+  const std::chrono::milliseconds destroy_wait_;  // GPUOS_DRAIN_STALL: destroy's longest wait for a launch
   CUstream copy_ = nullptr;
   unsigned char* staging_mem_ = nullptr;  // mapped pinned; the device reads it at the same address
 

@@ -466,13 +466,15 @@ GPUOS_API gpuos_status gpuos_graph_exec_set_args(gpuos_runtime* rt, gpuos_graph_
  * blocks while the ring is full. */
 GPUOS_API gpuos_status gpuos_graph_launch(gpuos_runtime* rt, gpuos_graph_exec* e, const uint64_t* after,
                                           size_t n_after, gpuos_lane* lane, uint64_t* ticket);
-/* Waits for the instance's launches, then destroys it. Its memory returns to the device heap once the
- * kernel has been relaunched (a suspend, a generation switch, an idle unload; or at once when an
- * instantiation needs it). NULL is a no-op. Instances are freed by gpuos_destroy too. */
 /* Launches the instance in a CUDA stream's order, as gpuos_submit_on_stream submits a task: after the
  * stream's earlier work, before its later work, and once per replay when the stream is captured. An
  * instance destroyed before the stream reaches the launch does not run (counted in the diagnosis). */
 GPUOS_API gpuos_status gpuos_graph_launch_on_stream(gpuos_runtime* rt, gpuos_graph_exec* e, void* stream);
+/* Waits for the instance's launches, then destroys it. Its memory returns to the device heap once the
+ * kernel has been relaunched (a suspend, a generation switch, an idle unload; or at once when an
+ * instantiation needs it). NULL is a no-op. Instances are freed by gpuos_destroy too. The wait is bounded
+ * by GPUOS_DRAIN_STALL: GPUOS_ERR_TIMEOUT when the last launch has not completed by then (a node that
+ * never returns, with no watchdog deadline), and the instance stays as it was. */
 GPUOS_API gpuos_status gpuos_graph_exec_destroy(gpuos_runtime* rt, gpuos_graph_exec* e);
 
 /* Library version string, the CUDA toolkit it was built with and the device arch of its image. */

@@ -157,3 +157,31 @@ TEST_CASE("watchdog: with no deadline a shutdown that cannot drain gives up afte
   CHECK(has(why, "operator 'spin'"));
   CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);
 }
+
+TEST_CASE("watchdog: with no deadline destroying a graph instance whose launch hangs gives up after GPUOS_DRAIN_STALL") {
+  setenv("GPUOS_DRAIN_STALL", "300", 1);
+  Runtime rt(Options().with_deadline(0));
+  unsetenv("GPUOS_DRAIN_STALL");
+  gpuos_runtime* const raw = rt.handle();
+  rt.load_operator_source("watchdog_ops.cu", kSource);
+  Graph g;
+  g.add(Task::make(rt.op_id("spin"), 1, SpinArgs{0, 0}));
+  gpuos_graph_exec* e = nullptr;
+  REQUIRE(gpuos_graph_instantiate(raw, g.handle(), &e) == GPUOS_OK);
+  uint64_t launch = 0;
+  REQUIRE(gpuos_graph_launch(raw, e, nullptr, 0, nullptr, &launch) == GPUOS_OK);
+  CHECK(gpuos_wait(raw, launch, 100'000'000) == GPUOS_ERR_TIMEOUT);  // no deadline: it stays pending
+  const auto t0 = Clock::now();
+  CHECK(gpuos_graph_exec_destroy(raw, e) == GPUOS_ERR_TIMEOUT);
+  const double took = ms_since(t0);
+  MESSAGE("the instance's destroy gave up after " << took << " ms");
+  CHECK(took >= 290);
+  CHECK(took < 3000);
+  CHECK(has(gpuos_last_error(), "has not completed in 300 ms"));
+  // The instance was kept: it is still this runtime's (a second destroy is not refused as unknown).
+  CHECK(gpuos_graph_exec_destroy(raw, e) == GPUOS_ERR_TIMEOUT);
+  // Shutdown's drain gives up too, and destroy returns; the instance goes with the runtime.
+  CHECK(gpuos_shutdown(raw) == GPUOS_OK);
+  CHECK(gpuos_wait(raw, launch, 0) == GPUOS_ERR_HUNG);
+  CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);
+}
