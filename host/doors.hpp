@@ -61,7 +61,9 @@ class Doors {
   Doors& operator=(const Doors&) = delete;
 
   /// Takes a free door for `stream` (any key naming the stream) and work to run at its every ring
-  /// (`captured`: for good; otherwise once). Uncaptured, waits while the stream has kMaxInFlight doors
+  /// (`captured`: for good; otherwise once). A stream's doors must be opened in the order their rings go
+  /// on the stream (the caller serializes open .. arm per stream): a door is freed when the stream's
+  /// next one is answered. Uncaptured, waits while the stream has kMaxInFlight doors
   /// not answered, calling `check` every millisecond of the wait (it throws to give up). Throws
   /// Failure(GPUOS_ERR_QUEUE_FULL) when every door is in use.
   std::uint32_t open(const void* stream, bool captured, Work work, const std::function<void()>& check);

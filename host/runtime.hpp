@@ -12,8 +12,9 @@
 //   Watchdog        what every block runs; deadlines on operator calls; giving up on a hung kernel
 //   RunState        fault and closing flags, shared by all
 //
-// Lock order, outer first: close_mutex_ (here); Generations' lock; the StreamSubmitter's detach lock
-// (held shared by its doors' work while it submits); a graph instance's lock; the Submitter's
+// Lock order, outer first: close_mutex_ (here); a stream's turn (StreamSubmitter: one submission on a
+// stream at a time, from its door's opening to its ring); Generations' lock; the StreamSubmitter's
+// detach lock (held shared by its doors' work while it submits); a graph instance's lock; the Submitter's
 // ordering lock; a lane's lock; the resident kernel's control lock; then the leaf locks (the doors'
 // lock among them),
 // which are never held while taking another (except that the SubmitQueue's reap lock, itself only ever

@@ -43,6 +43,13 @@ StreamSubmitter::~StreamSubmitter() {
 
 std::uint64_t StreamSubmitter::failures() const { return doors_->failures(); }
 
+std::mutex& StreamSubmitter::stream_turn(CUstream stream) {
+  std::lock_guard<std::mutex> lock(turns_mu_);
+  std::unique_ptr<std::mutex>& m = turns_[stream];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
+}
+
 namespace {
 /// Tasks with their argument bytes, owned: a door's work submits them later.
 struct OwnedTasks {
@@ -98,7 +105,6 @@ void StreamSubmitter::submit(Work work, CUstream stream) {
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   GPUOS_CU_TRY(drv().cuStreamIsCapturing(stream, &capture));
   const bool captured = capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
-  // The door's work runs on the poller's thread, at each ring: it must make no CUDA call.
   // The door's work runs on the poller's thread, at each ring: it must make no CUDA call. The tasks'
   // writes are released before their completion records, so the stream's later work, which follows the
   // flag, sees them.
@@ -111,6 +117,9 @@ void StreamSubmitter::submit(Work work, CUstream stream) {
       return !shared->submitter || shared->submitter->settled(issued.first, issued.n);
     };
   };
+  // A stream's doors are opened in the order their rings go on it (Doors::open): two threads submitting
+  // on one stream take turns from here to the ring.
+  std::lock_guard<std::mutex> turn(stream_turn(stream));
   const std::uint32_t door = doors_->open(stream, captured, std::move(answer), [this] { run_.check_usable(); });
   // The ring: flag = 0, then req = 1 (each write fenced: the stream's earlier work and the first write
   // are visible before it), then the wait for the flag. One batch; it captures as one memop node.

@@ -18,7 +18,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include <cuda.h>
 
@@ -63,8 +65,13 @@ class StreamSubmitter {
   struct Shared;  // what the doors' work reaches (host/stream_submit.cpp)
 
  private:
+  /// The lock that orders submissions on `stream` (one per stream ever used; a few bytes each).
+  std::mutex& stream_turn(CUstream stream);
+
   CUcontext ctx_;
   RunState& run_;
+  std::mutex turns_mu_;
+  std::map<CUstream, std::unique_ptr<std::mutex>> turns_;
   std::shared_ptr<Shared> shared_;
   std::shared_ptr<Doors> doors_;
 };
