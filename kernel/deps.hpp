@@ -1,11 +1,11 @@
 // Dependencies between tasks, resolved on the device: the protocol on TaskRecord's line 1, written once
 // for the device and the host (the CPU tests run it with threads, tests/unit/test_deps.cpp).
 //
-// A task T that waits for tickets d1..dk (all earlier than T, all in the ring's window) is registered by
-// the front end as it copies T (in ticket order, so every earlier ticket's record is already armed):
+// A task T that waits for tickets d1..dk (all earlier than T, all in the ring's window) is registered
+// once T is copied, in ticket order, so every earlier ticket's record is already there (register_waits):
 // begin_wait, then wait_for each d (a link of T pushed on d's waiter list, unless d is already complete),
-// then end_wait. Whoever takes T's deps_left to zero, the front end at end_wait or the completer of T's
-// last dependency at dep_done, makes T ready.
+// then the count (deps_done). Whoever takes T's deps_left to zero, the registration or the completer of
+// T's last dependency at dep_done, makes T ready.
 //
 // A host ticket d completes in this order: close_waiters (its list is closed, kWaitDone), every waiter on
 // the list gets dep_done, then its completion record (the waiters first: an acquire-release atomic behind
@@ -96,9 +96,6 @@ GPUOS_HD inline bool dep_done(TaskRecord& t, uint64_t cause) {
 GPUOS_HD inline bool deps_done(TaskRecord& t, uint32_t k) {
   return ref<uint32_t>(t.deps_left).fetch_sub(k, cuda::memory_order_acq_rel) == k;
 }
-
-/// The registration is done (each complete dependency already counted). True when T is ready now.
-GPUOS_HD inline bool end_wait(TaskRecord& t) { return deps_done(t, 1); }
 
 
 /// Closes ticket d's waiter list (d completed; failed with `cause` when nonzero, written first) and
