@@ -170,19 +170,27 @@ __device__ __forceinline__ void cache_op_table(BlockShared& sh) {
   }
 }
 
-/// All threads (thread 0 writes): the block is about to call operator `op` (its jump-table slot) for
-/// `ticket`, from tile `tile` (kWorkFinish: the finish function). Two plain stores a call, begin and end,
-/// no fence: the watchdog only needs to see a call that lasts (BlockWork).
+/// One thread, the block's record present (sh.work): the block calls operator `op` (its jump-table slot)
+/// for `ticket`, from tile `tile` (kWorkFinish: the finish function); `count` tells two such calls apart
+/// (BlockWork::call). Two plain stores a call, this and work_idle, no fence: the watchdog only needs to
+/// see a call that lasts.
+__device__ __forceinline__ void work_busy(const BlockShared& sh, uint64_t ticket, uint32_t tile, uint32_t count,
+                                          uint32_t op) {
+  const uint32_t call = ((count & 0x7fffu) << 16) | (op & 0xffffu) | kWorkBusy;
+  const unsigned long long w1 = tile | (static_cast<unsigned long long>(call) << 32);
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(sh.work), "l"(ticket), "l"(w1) : "memory");
+}
+/// One thread, the block's record present: the call work_busy announced with `count` has returned.
+__device__ __forceinline__ void work_idle(const BlockShared& sh, uint32_t count) {
+  reinterpret_cast<volatile BlockWork*>(sh.work)->call = (count & 0x7fffu) << 16;
+}
+/// All threads (thread 0 writes): work_busy with the block's call count, one more.
 __device__ __forceinline__ void work_begin(BlockShared& sh, uint64_t ticket, uint32_t op, uint32_t tile) {
-  if (threadIdx.x == 0 && sh.work) {
-    const uint32_t call = ((++sh.work_calls & 0x7fffu) << 16) | (op & 0xffffu) | kWorkBusy;
-    const unsigned long long w1 = tile | (static_cast<unsigned long long>(call) << 32);
-    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(sh.work), "l"(ticket), "l"(w1) : "memory");
-  }
+  if (threadIdx.x == 0 && sh.work) work_busy(sh, ticket, tile, ++sh.work_calls, op);
 }
 /// All threads (thread 0 writes): the call work_begin announced has returned.
 __device__ __forceinline__ void work_end(BlockShared& sh) {
-  if (threadIdx.x == 0 && sh.work) reinterpret_cast<volatile BlockWork*>(sh.work)->call = (sh.work_calls & 0x7fffu) << 16;
+  if (threadIdx.x == 0 && sh.work) work_idle(sh, sh.work_calls);
 }
 
 /// The host's watchdog gave up on this kernel (kAbortRun): ends the launch at once with a fault, as the
@@ -1471,12 +1479,7 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
     // The watchdog's record, before the barrier the tile waits for anyway; it goes idle after the
     // completion record. A lone task's ticket is its own, so its low bits tell two calls apart: no call
     // count (work_begin's shared-memory increment) on this path.
-    if (tid == 0 && sh.work) {
-      const uint32_t call = ((static_cast<uint32_t>(head) & 0x7fffu) << 16) | (w[0] & 0xffffu) | kWorkBusy;
-      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(sh.work), "l"(head),
-                   "l"(static_cast<unsigned long long>(call) << 32)
-                   : "memory");
-    }
+    if (tid == 0 && sh.work) work_busy(sh, head, 0u, static_cast<uint32_t>(head), w[0]);
   }
   const TileCtx ctx{0u, 1u, head, smem, &sh.local_scratch};
   __syncthreads();
@@ -1495,7 +1498,7 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
   if (tid == 0) {
     release_writes(op);
     host_record(p, ctx.ticket, st, st == kTaskOk ? blockIdx.x + 1 : sh.payload.op);
-    if (sh.work) reinterpret_cast<volatile BlockWork*>(sh.work)->call = (static_cast<uint32_t>(ctx.ticket) & 0x7fffu) << 16;
+    if (sh.work) work_idle(sh, static_cast<uint32_t>(ctx.ticket));
   }
   uint64_t steps = 0;
   if (tid == 0) {
