@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "host/doors.hpp"
 
 namespace gpuos::bench {
 namespace {
@@ -196,19 +197,11 @@ int bench_main(int argc, char** argv) {
           const std::int64_t seen = now_ns();
           while (now_ns() - seen < late * 1000) {
           }
-          __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+          __atomic_store_n(flag, detail::Doors::kSignaled, __ATOMIC_RELEASE);
         }
     });
-    CUstreamBatchMemOpParams ops[3] = {};
-    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-    ops[0].writeValue.address = words.device<std::uint32_t>(32);
-    ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-    ops[1].writeValue.address = words.device<std::uint32_t>(0);
-    ops[1].writeValue.value = 1;
-    ops[2].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-    ops[2].waitValue.address = words.device<std::uint32_t>(32);
-    ops[2].waitValue.value = 1;
-    ops[2].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+    CUstreamBatchMemOpParams ops[3];
+    detail::Doors::ring_ops(words.device<std::uint32_t>(0), words.device<std::uint32_t>(32), ops);
     std::vector<double> us;
     for (int i = 0; i < c.iters / 10 + 100; ++i) {
       const std::int64_t t0 = now_ns();

@@ -15,6 +15,22 @@ constexpr std::chrono::microseconds kDetachedNap{1000};  // the same once detach
 
 }  // namespace
 
+void Doors::ring_ops(CUdeviceptr req, CUdeviceptr flag, CUstreamBatchMemOpParams (&ops)[3]) {
+  ops[0] = ops[1] = ops[2] = CUstreamBatchMemOpParams{};
+  ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  ops[0].writeValue.address = flag;
+  ops[0].writeValue.value = 0;
+  ops[0].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+  ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  ops[1].writeValue.address = req;
+  ops[1].writeValue.value = 1;
+  ops[1].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+  ops[2].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+  ops[2].waitValue.address = flag;
+  ops[2].waitValue.value = kSignaled;
+  ops[2].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+}
+
 std::shared_ptr<Doors> Doors::start(Memory m, std::chrono::microseconds spin) {
   std::shared_ptr<Doors> d(new Doors(m, spin));
   // The thread holds the doors: once detached with doors still watched it outlives every other owner.

@@ -34,6 +34,8 @@
 #include <thread>
 #include <vector>
 
+#include <cuda.h>
+
 namespace gpuos::detail {
 
 class Doors {
@@ -53,6 +55,12 @@ class Doors {
   /// Answers a ring: submits what the door stands for and returns how to tell when it has completed.
   /// Throws, or returns an empty Done, when it could not submit (the flag is then written at once).
   using Work = std::function<Done()>;
+
+  /// The memory operations that ring a door whose words are at device addresses `req` and `flag`, for
+  /// one cuStreamBatchMemOp: flag = 0, then req = 1 (each write fenced: the stream's earlier work and the
+  /// first write are visible before it), then a wait until flag == kSignaled. One batch captures as one
+  /// graph node.
+  static void ring_ops(CUdeviceptr req, CUdeviceptr flag, CUstreamBatchMemOpParams (&ops)[3]);
 
   /// Starts the poller thread.
   static std::shared_ptr<Doors> start(Memory m, std::chrono::microseconds spin);

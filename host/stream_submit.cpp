@@ -121,21 +121,9 @@ void StreamSubmitter::submit(Work work, CUstream stream) {
   // on one stream take turns from here to the ring.
   std::lock_guard<std::mutex> turn(stream_turn(stream));
   const std::uint32_t door = doors_->open(stream, captured, std::move(answer), [this] { run_.check_usable(); });
-  // The ring: flag = 0, then req = 1 (each write fenced: the stream's earlier work and the first write
-  // are visible before it), then the wait for the flag. One batch; it captures as one memop node.
-  CUstreamBatchMemOpParams ops[3] = {};
-  ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-  ops[0].writeValue.address = reinterpret_cast<CUdeviceptr>(doors_->flag(door));
-  ops[0].writeValue.value = 0;
-  ops[0].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
-  ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-  ops[1].writeValue.address = reinterpret_cast<CUdeviceptr>(doors_->req(door));
-  ops[1].writeValue.value = 1;
-  ops[1].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
-  ops[2].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-  ops[2].waitValue.address = reinterpret_cast<CUdeviceptr>(doors_->flag(door));
-  ops[2].waitValue.value = Doors::kSignaled;
-  ops[2].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+  CUstreamBatchMemOpParams ops[3];
+  Doors::ring_ops(reinterpret_cast<CUdeviceptr>(doors_->req(door)), reinterpret_cast<CUdeviceptr>(doors_->flag(door)),
+                  ops);
   const CUresult r = drv().cuStreamBatchMemOp(stream, 3, ops, 0);
   if (r != CUDA_SUCCESS) {
     doors_->cancel(door);
