@@ -19,8 +19,8 @@
 //
 // The poller spins while a door was answered or armed in the last `spin`, and otherwise sleeps between
 // scans (50 us, woken at once by a newly armed door; 1 ms once detached): a door rung after a quiet
-// period is answered up to a sleep later. With no door watched it blocks. The class makes no CUDA call: it is tested on the CPU
-// with threads in the streams' place (tests/unit/test_doors.cpp).
+// period is answered up to a sleep later. With no door watched it blocks. The class makes no CUDA call:
+// it is tested on the CPU with threads in the streams' place (tests/unit/test_doors.cpp).
 #pragma once
 
 #include <atomic>
@@ -40,7 +40,7 @@ namespace gpuos::detail {
 
 class Doors {
  public:
-  static constexpr std::uint32_t kMaxInFlight = 64;  ///< per stream, doors armed and not yet answered
+  static constexpr std::uint32_t kMaxInFlight = 64;  ///< per stream, uncaptured doors opened, not yet answered
   static constexpr std::uint32_t kSignaled = 0x3f800000u;  ///< 1.0f: the flag's value once answered
 
   /// The doors' words: req[i] and flag[i] for i < count (memory the streams can write; zeroed).
@@ -71,8 +71,8 @@ class Doors {
   /// Takes a free door for `stream` (any key naming the stream) and work to run at its every ring
   /// (`captured`: for good; otherwise once). A stream's doors must be opened in the order their rings go
   /// on the stream (the caller serializes open .. arm per stream): a door is freed when the stream's
-  /// next one is answered. Uncaptured, waits while the stream has kMaxInFlight doors
-  /// not answered, calling `check` every millisecond of the wait (it throws to give up). Throws
+  /// next one is answered. Uncaptured, waits while the stream has kMaxInFlight doors not answered,
+  /// calling `check` every millisecond of the wait (it throws to give up). Throws
   /// Failure(GPUOS_ERR_QUEUE_FULL) when every door is in use.
   std::uint32_t open(const void* stream, bool captured, Work work, const std::function<void()>& check);
   /// The door's ring has been put on its stream: the poller watches it from now.
