@@ -29,6 +29,15 @@ class DeviceBuffer : public support::DeviceArray<float> {
   explicit DeviceBuffer(std::size_t floats) : DeviceArray((use_device(), floats)) {}
 };
 
+/// An environment variable set for a scope (a runtime reads its configuration when it is created).
+struct ScopedEnv {
+  const char* name;
+  ScopedEnv(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
+  ~ScopedEnv() { ::unsetenv(name); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
 /// Deterministic random floats in [-1, 1).
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed);
 

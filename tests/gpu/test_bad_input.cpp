@@ -71,42 +71,37 @@ TEST_CASE("a device that does not exist is a clear error") {
 TEST_CASE("a malformed tuning variable is a clear error at boot; a valid one boots") {
   // The configuration table (common/config.hpp) is read when the runtime is created, before anything
   // is retained or allocated: a malformed value leaves nothing to undo.
-  struct Env {
-    const char* name;
-    explicit Env(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
-    ~Env() { ::unsetenv(name); }
-  };
   Options o;
   gpuos_runtime* rt = nullptr;
   for (const char* bad : {"fast", "12x", "-1", "4001"}) {
-    Env e("GPUOS_POLL_PACE", bad);
+    test::ScopedEnv e("GPUOS_POLL_PACE", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
     CHECK_MESSAGE(last().find("GPUOS_POLL_PACE must be an integer in [0, 4000] or off") != std::string::npos, last());
     CHECK(rt == nullptr);
   }
   for (const char* bad : {"0", "65", "off", "8k"}) {
-    Env e("GPUOS_TILE_BATCH", bad);
+    test::ScopedEnv e("GPUOS_TILE_BATCH", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
     CHECK_MESSAGE(last().find("GPUOS_TILE_BATCH must be an integer in [1, 64]") != std::string::npos, last());
   }
   for (const char* bad : {"0", "65", "x"}) {
-    Env e("GPUOS_CLAIM_SPREAD", bad);
+    test::ScopedEnv e("GPUOS_CLAIM_SPREAD", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
     CHECK_MESSAGE(last().find("GPUOS_CLAIM_SPREAD must be an integer in [1, 64]") != std::string::npos, last());
   }
   for (const char* bad : {"2", "yes", "-1"}) {
-    Env e("GPUOS_CLAIM_AHEAD", bad);
+    test::ScopedEnv e("GPUOS_CLAIM_AHEAD", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
     CHECK_MESSAGE(last().find("GPUOS_CLAIM_AHEAD must be 0 or 1") != std::string::npos, last());
   }
   for (const char* bad : {"fast", "SPIN", "1"}) {
-    Env e("GPUOS_CTX_SCHED", bad);
+    test::ScopedEnv e("GPUOS_CTX_SCHED", bad);
     CHECK(gpuos_create(&o, &rt) == GPUOS_ERR_INVALID_ARG);
     CHECK_MESSAGE(last().find("GPUOS_CTX_SCHED must be one of driver, auto, spin, yield, blocking") != std::string::npos, last());
     CHECK(rt == nullptr);
   }
   for (const char* good : {"off", "0", "800"}) {
-    Env e("GPUOS_POLL_PACE", good);
+    test::ScopedEnv e("GPUOS_POLL_PACE", good);
     Runtime r;
     CHECK(r.wait(r.submit(ops::nop()), 5s));
   }

@@ -136,12 +136,19 @@ TEST_CASE("watchdog: deadlines per task and per operator; long calls within thei
   CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);
 }
 
-TEST_CASE("watchdog: with no deadline a shutdown that cannot drain gives up after GPUOS_DRAIN_STALL") {
-  setenv("GPUOS_DRAIN_STALL", "500", 1);
-  Runtime rt(Options().with_deadline(0));
-  unsetenv("GPUOS_DRAIN_STALL");
-  gpuos_runtime* const raw = rt.handle();
+/// A runtime with no watchdog deadline, GPUOS_DRAIN_STALL at `stall_ms`, and the test's operators.
+Runtime without_deadline(const char* stall_ms) {
+  Runtime rt = [&] {
+    const test::ScopedEnv stall("GPUOS_DRAIN_STALL", stall_ms);
+    return Runtime(Options().with_deadline(0));
+  }();
   rt.load_operator_source("watchdog_ops.cu", kSource);
+  return rt;
+}
+
+TEST_CASE("watchdog: with no deadline a shutdown that cannot drain gives up after GPUOS_DRAIN_STALL") {
+  Runtime rt = without_deadline("500");
+  gpuos_runtime* const raw = rt.handle();
   const Ticket hung = rt.submit(Task::make(rt.op_id("spin"), 1, SpinArgs{0, 0}));
   // No deadline: the task stays pending.
   CHECK(gpuos_wait(raw, hung, 300'000'000) == GPUOS_ERR_TIMEOUT);
@@ -159,11 +166,8 @@ TEST_CASE("watchdog: with no deadline a shutdown that cannot drain gives up afte
 }
 
 TEST_CASE("watchdog: with no deadline destroying a graph instance whose launch hangs gives up after GPUOS_DRAIN_STALL") {
-  setenv("GPUOS_DRAIN_STALL", "300", 1);
-  Runtime rt(Options().with_deadline(0));
-  unsetenv("GPUOS_DRAIN_STALL");
+  Runtime rt = without_deadline("300");
   gpuos_runtime* const raw = rt.handle();
-  rt.load_operator_source("watchdog_ops.cu", kSource);
   Graph g;
   g.add(Task::make(rt.op_id("spin"), 1, SpinArgs{0, 0}));
   gpuos_graph_exec* e = nullptr;
