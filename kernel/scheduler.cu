@@ -1206,7 +1206,10 @@ __device__ __noinline__ uint32_t run_claiming_item(BlockShared& sh, RoleShared& 
 /// plain adapter, after waiting for its predecessors' counts (PlacedNode::done grown by this launch's
 /// share). The block that completes a node (the one holding all its tiles, or the last to count its
 /// tiles) runs its finish function and counts it once more; the last node without a successor completes
-/// the launch and ends the gang.
+/// the launch and ends the gang. A node spread in chunks over several roles that has neither a finish
+/// function nor to complete the launch needs no block to learn that it completed: each chunk counts its
+/// tiles with a release and one reduction, the first chunk adding the node's + 1, and the waiters see
+/// the node complete as soon as the last count lands (no round trip, no second release on the way).
 ///
 /// A step costs the tiles and one barrier when the item waits for nothing (its predecessors ran here):
 /// the next items' headers, payloads and waits are copied into shared memory while the tiles run
@@ -1281,8 +1284,11 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
     __syncthreads();  // the tiles' writes for the whole block; the next items' words
     const uint32_t tiles = pl.tiles;
     const bool whole = !claiming && it.count == tiles;
+    // A chunk of a spread node that nothing waits for the end of (no finish function, not a sink):
+    // counted without learning whether it was the last, its first chunk adding the node's + 1.
+    const bool counted = !whole && !claiming && !(it.flags & kPlacedSink) && !(op && op->finish);
     const bool bad = skip || st != kTaskOk;
-    bool last = true;
+    bool last = !counted;
     if (tid == 0) {
       unreleased = merge_writes(unreleased, write_flags(op));
       if (bad) {
@@ -1294,7 +1300,12 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
                                                                  cuda::memory_order_relaxed);
         }
       }
-      if (!whole) {
+      if (counted) {
+        release_flags(unreleased);
+        unreleased = GPUOS_OP_NO_WRITES;
+        const uint32_t add = ran + (it.first == 0 ? 1u : 0u);
+        asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(&pn.done), "r"(add) : "memory");
+      } else if (!whole) {
         // Count this block's tiles; the block that counts the last ones completes the node.
         release_flags(unreleased);
         unreleased = GPUOS_OP_NO_WRITES;
@@ -1309,7 +1320,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
       }
     }
     bad_local = bad_local || bad;
-    if (!whole) {
+    if (!whole && !counted) {
       __syncthreads();
       last = rs.last;
     }

@@ -95,14 +95,36 @@ struct Input {
   unsigned parts;
 };
 
-/// Row g's sum of squares from its partial sums, by the 4 lanes of g (t = lane % 4 adds parts t, t + 4,
-/// ...; then the 4 are combined in a fixed order): the same in every lane of g.
-__device__ __forceinline__ float row_ss(const float* ss, unsigned parts, unsigned g, unsigned t) {
-  float v = 0.0f;
-  for (unsigned p = t; p < parts; p += 4u) v += ld_l2(ss + p * kMaxRows + g);
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  v += __shfl_xor_sync(0xffffffffu, v, 2);
-  return v;
+/// The RMSNorm scale of row g, rsqrt(sum of squares / K + eps), from the row's `parts` partial sums
+/// ([parts][kMaxRows]) added by the whole block in one round trip: thread i adds the float4s i, i + 256,
+/// ... (part i / 2, rows 4 (i % 2) to 4 (i % 2) + 3), each warp folds its lanes of one parity with
+/// shuffles, and the 8 warps' sums meet in `red` (64 floats), added in warp order: a fixed order, so
+/// every step computes the same bits. All threads enter.
+__device__ __forceinline__ float block_row_scale(const Input& in, unsigned g, float* red) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const float4* p = reinterpret_cast<const float4*>(in.ss);
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+  for (unsigned i = threadIdx.x; i < in.parts * 2u; i += GPUOS_BLOCK_THREADS) {
+    const float4 x = __ldcg(p + i);
+    v.x += x.x;
+    v.y += x.y;
+    v.z += x.z;
+    v.w += x.w;
+  }
+#pragma unroll
+  for (int o = 2; o < 32; o <<= 1) {
+    v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
+    v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
+    v.z += __shfl_xor_sync(0xffffffffu, v.z, o);
+    v.w += __shfl_xor_sync(0xffffffffu, v.w, o);
+  }
+  if (lane < 2u) reinterpret_cast<float4*>(red)[warp * 2u + lane] = v;
+  __syncthreads();
+  float s = 0.0f;
+#pragma unroll
+  for (unsigned w = 0; w < kWarps; ++w) s += red[w * kMaxRows + g];
+  return rsqrtf(s / static_cast<float>(in.K) + in.eps);
 }
 
 /// out[i][r] (16 x 8 floats in shared memory) = sum_k W[row_i][k] * in[r][k] for a group of 16 weight
@@ -115,33 +137,41 @@ __device__ __forceinline__ float row_ss(const float* ss, unsigned parts, unsigne
 /// k 8t..8t+3 of the block, of the second 8t+4..8t+7 (t = lane % 4). A and B use the same permutation,
 /// so the sum is unchanged.
 /// kAhead blocks of 32 k have their weights in flight per lane at a time (each costs 8 registers under
-/// the 64-register bound). Uses 4 KiB of `smem` for the reduction over warps and 512 B after it for
-/// `out`; all threads enter.
+/// the 64-register bound); the first are asked for before the RMSNorm's sums, whose round trip they
+/// overlap. Uses 4 KiB of `smem` for the reduction over warps, 512 B after it for `out` and 256 B after
+/// that for the sums; all threads enter.
 template <unsigned kAhead = 2>
 __device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, const Input& in, float* smem) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
   const unsigned kw = in.K / kWarps, kbeg = warp * kw, kend = kbeg + kw;
   const bool has_row = g < in.R;
   const bf16* xrow = in.x + static_cast<unsigned long long>(has_row ? g : 0u) * in.K;
-  float rs = 1.0f;
-  if (in.ss) {
-    const float ss = row_ss(in.ss, in.parts, has_row ? g : 0u, t);
-    rs = rsqrtf(ss / static_cast<float>(in.K) + in.eps);
-  }
 
   // This lane's 8 k of each 32-wide block start at 8t.
   const bf16* wl = wlo + t * 8u;
   const bf16* wh = whi + t * 8u;
+  uint4 a[kAhead], b[kAhead];
+  auto load = [&](unsigned k) {
+#pragma unroll
+    for (unsigned u = 0; u < kAhead; ++u) {
+      a[u] = ld_stream(wl + k + 32u * u);
+      b[u] = ld_stream(wh + k + 32u * u);
+    }
+  };
+  unsigned k = kbeg;
+  if (k + 32u * kAhead <= kend) load(k);
+  const float rs = in.ss ? block_row_scale(in, g, smem + kWarps * 32u * 4u + 16u * kMaxRows) : 1.0f;
+
   xrow += t * 8u;
   const bf16* gain = in.gain ? in.gain + t * 8u : nullptr;
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   // One 32-wide block of k: this lane's 8 inputs of row g (zero past R), normalized when asked.
-  auto step = [&](const uint4& a, const uint4& b, unsigned k) {
+  auto step = [&](const uint4& wa, const uint4& wb, unsigned kk) {
     uint4 xv = make_uint4(0u, 0u, 0u, 0u);
     if (has_row) {
-      xv = *reinterpret_cast<const uint4*>(xrow + k);
+      xv = *reinterpret_cast<const uint4*>(xrow + kk);
       if (in.ss) {
-        const uint4 gv = *reinterpret_cast<const uint4*>(gain + k);
+        const uint4 gv = *reinterpret_cast<const uint4*>(gain + kk);
         unsigned* xp = &xv.x;
         const unsigned* gp = &gv.x;
 #pragma unroll
@@ -149,20 +179,15 @@ __device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, co
           xp[j] = pack2(rbf(rbf(lo2f(xp[j]) * rs) * lo2f(gp[j])), rbf(rbf(hi2f(xp[j]) * rs) * hi2f(gp[j])));
       }
     }
-    mma_bf16(c, a.x, b.x, a.y, b.y, xv.x, xv.y);
-    mma_bf16(c, a.z, b.z, a.w, b.w, xv.z, xv.w);
+    mma_bf16(c, wa.x, wb.x, wa.y, wb.y, xv.x, xv.y);
+    mma_bf16(c, wa.z, wb.z, wa.w, wb.w, xv.z, xv.w);
   };
-  unsigned k = kbeg;
 #pragma unroll 1
-  for (; k + 32u * kAhead <= kend; k += 32u * kAhead) {
-    uint4 a[kAhead], b[kAhead];
-#pragma unroll
-    for (unsigned u = 0; u < kAhead; ++u) {
-      a[u] = ld_stream(wl + k + 32u * u);
-      b[u] = ld_stream(wh + k + 32u * u);
-    }
+  while (k + 32u * kAhead <= kend) {
 #pragma unroll
     for (unsigned u = 0; u < kAhead; ++u) step(a[u], b[u], k + 32u * u);
+    k += 32u * kAhead;
+    if (k + 32u * kAhead <= kend) load(k);
   }
 #pragma unroll 1
   for (; k < kend; k += 32u) step(ld_stream(wl + k), ld_stream(wh + k), k);

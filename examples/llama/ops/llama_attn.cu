@@ -1,10 +1,12 @@
 // llama_attn: grouped-query attention of each row over its sequence's KV cache, positions 0..pos (so a
 // prefill chunk of consecutive positions is causal), split over the sequence. A tile takes one row, one
-// KV head (the `group` query heads that share it) and one chunk of `chunk` positions: it writes the
-// chunk's softmax statistics and unnormalized output (m, l, o[64]) per query head; the last of a (row,
-// KV head)'s tiles to finish, counted by an atomic, combines the chunks and writes the output (bf16).
-// Scores and the combination are in fp32, every sum in a fixed order: a row's result does not depend on
-// which tiles ran where or on the other rows of the step. tiles = R * kv_heads * splits.
+// KV head (the `group` query heads that share it) and one chunk of `chunk` positions. A row whose
+// positions fit one chunk is done by that chunk's tile alone, which writes the output. Otherwise each
+// of the row's `used` chunks (those holding positions) writes its softmax statistics and unnormalized
+// output (m, l, o[64]) per query head, and the last of them to finish, counted by an atomic, combines
+// them and writes the output (bf16). Tiles of chunks past the row's position return at once. Scores and
+// the combination are in fp32, every sum in a fixed order: a row's result does not depend on which tiles
+// ran where or on the other rows of the step. tiles = R * kv_heads * splits.
 #include "llama.cuh"
 
 struct LlamaAttnArgs {
@@ -30,6 +32,8 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   const int len = row.slot >= 0 ? (row.pos < static_cast<int>(d.max_pos) ? row.pos + 1 : static_cast<int>(d.max_pos)) : 0;
   const int c0 = static_cast<int>(split * a.chunk);
   const int n = len - c0 < static_cast<int>(a.chunk) ? (len - c0 > 0 ? len - c0 : 0) : static_cast<int>(a.chunk);
+  const unsigned used = static_cast<unsigned>(len + static_cast<int>(a.chunk) - 1) / a.chunk;  // <= splits
+  if (split >= (used > 1u ? used : 1u)) return;  // past the row's positions (chunk 0 runs for an unused row)
 
   // Shared memory: q of the group's heads [group][64] f32, scores then weights [group][64], the chunk's
   // statistics [group][2], its output [group][64], the last-tile flag.
@@ -95,6 +99,14 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   }
   __syncthreads();
   const unsigned qh0 = kvh * group;
+  bf16* const out = a.out + static_cast<unsigned long long>(r) * d.heads * kHeadDim + qh0 * kHeadDim;
+  if (used <= 1u) {  // the only chunk: the output at once (the combination of one chunk is o / l)
+    for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
+      const float l = stat[(j / kHeadDim) * 2u + 1u];
+      out[j] = f2bf(n > 0 && l > 0.0f ? os[j] / l : 0.0f);
+    }
+    return;
+  }
   for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
     const unsigned h = j / kHeadDim, dim = j % kHeadDim;
     float* dst = a.part + ((static_cast<unsigned long long>(r) * d.heads + qh0 + h) * a.splits + split) * (2u + kHeadDim);
@@ -104,35 +116,52 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
       dst[1] = stat[h * 2u + 1u];
     }
   }
-  // The last tile of (r, kvh) combines: its readers see the other tiles' parts through L2.
+  // The last used chunk of (r, kvh) combines: its readers see the other tiles' parts through L2.
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
     unsigned* ctr = a.count + r * d.kv_heads + kvh;
     const unsigned done = atomicAdd(ctr, 1u) + 1u;
-    const bool last = done == a.splits;
+    const bool last = done == used;
     if (last) *ctr = 0u;
     *flag = last;
   }
   __syncthreads();
   if (!*flag) return;
   __threadfence();
+  // Warp h < group: the chunks' maximum M and the sum L of their l weighted by exp(m - M), over the
+  // chunks in lane order and a fixed tree; M and L go to stat[h].
+  if (warp < group) {
+    const float* src = a.part + (static_cast<unsigned long long>(r) * d.heads + qh0 + warp) * a.splits * (2u + kHeadDim);
+    float m = -inf();
+    for (unsigned sp = lane; sp < used; sp += 32u) m = fmaxf(m, __ldcg(src + sp * (2u + kHeadDim)));
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float l = 0.0f;
+    if (m != -inf())
+      for (unsigned sp = lane; sp < used; sp += 32u) {
+        const float* pp = src + sp * (2u + kHeadDim);
+        l += expf(__ldcg(pp) - m) * __ldcg(pp + 1);
+      }
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    if (lane == 0) {
+      stat[warp * 2u] = m;
+      stat[warp * 2u + 1u] = l;
+    }
+  }
+  __syncthreads();
   for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
     const unsigned h = j / kHeadDim, dim = j % kHeadDim;
     const float* src = a.part + (static_cast<unsigned long long>(r) * d.heads + qh0 + h) * a.splits * (2u + kHeadDim);
-    float m = -llama::inf();
-    for (unsigned sp = 0; sp < a.splits; ++sp) m = fmaxf(m, __ldcg(src + sp * (2u + kHeadDim)));
-    float l = 0.0f, o = 0.0f;
-    if (m != -llama::inf()) {
-      for (unsigned sp = 0; sp < a.splits; ++sp) {
+    const float m = stat[h * 2u], l = stat[h * 2u + 1u];
+    float o = 0.0f;
+    if (m != -inf()) {
+#pragma unroll 4
+      for (unsigned sp = 0; sp < used; ++sp) {
         const float* pp = src + sp * (2u + kHeadDim);
-        const float w = expf(__ldcg(pp) - m);
-        l += w * __ldcg(pp + 1);
-        o += w * __ldcg(pp + 2u + dim);
+        o += expf(__ldcg(pp) - m) * __ldcg(pp + 2u + dim);
       }
     }
-    a.out[static_cast<unsigned long long>(r) * d.heads * kHeadDim + (qh0 + h) * kHeadDim + dim] =
-        f2bf(l > 0.0f ? o / l : 0.0f);
+    out[j] = f2bf(l > 0.0f ? o / l : 0.0f);
   }
 }
 
