@@ -129,8 +129,10 @@ __device__ __forceinline__ float block_row_scale(const Input& in, unsigned g, fl
 
 /// out[i][r] (16 x 8 floats in shared memory) = sum_k W[row_i][k] * in[r][k] for a group of 16 weight
 /// rows: lo(i) for i < 8 and hi(i - 8) for i >= 8, given as the two row pointers of this lane's g =
-/// lane / 4. The block's 8 warps split K; each runs m16n8k16 bf16 mma with fp32 accumulation (n = the
-/// rows of the step; rows >= R are zero). K must be a multiple of 256.
+/// lane / 4. The block's 8 warps take K in turns, 32 kAhead k at a time (warp w the w-th of every 8), so
+/// that the block's loads in flight are one contiguous stretch of each weight row rather than 8 pieces
+/// far apart; each warp runs m16n8k16 bf16 mma with fp32 accumulation (n = the rows of the step; rows
+/// >= R are zero). K must be a multiple of 256.
 ///
 /// The k order inside each 32-wide block is permuted so that a lane loads 8 consecutive weights (16 B)
 /// of each of its two rows and 8 consecutive inputs: logical k 2t, 2t+1, 2t+8, 2t+9 of the first mma are
@@ -143,7 +145,7 @@ __device__ __forceinline__ float block_row_scale(const Input& in, unsigned g, fl
 template <unsigned kAhead = 2>
 __device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, const Input& in, float* smem) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
-  const unsigned kw = in.K / kWarps, kbeg = warp * kw, kend = kbeg + kw;
+  constexpr unsigned kRound = 32u * kAhead;  // k a warp loads at a time
   const bool has_row = g < in.R;
   const bf16* xrow = in.x + static_cast<unsigned long long>(has_row ? g : 0u) * in.K;
 
@@ -158,8 +160,8 @@ __device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, co
       b[u] = ld_stream(wh + k + 32u * u);
     }
   };
-  unsigned k = kbeg;
-  if (k + 32u * kAhead <= kend) load(k);
+  unsigned k = warp * kRound;
+  if (k < in.K) load(k);
   const float rs = in.ss ? block_row_scale(in, g, smem + kWarps * 32u * 4u + 16u * kMaxRows) : 1.0f;
 
   xrow += t * 8u;
@@ -183,14 +185,12 @@ __device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, co
     mma_bf16(c, wa.z, wb.z, wa.w, wb.w, xv.z, xv.w);
   };
 #pragma unroll 1
-  while (k + 32u * kAhead <= kend) {
+  while (k < in.K) {
 #pragma unroll
     for (unsigned u = 0; u < kAhead; ++u) step(a[u], b[u], k + 32u * u);
-    k += 32u * kAhead;
-    if (k + 32u * kAhead <= kend) load(k);
+    k += kWarps * kRound;
+    if (k < in.K) load(k);
   }
-#pragma unroll 1
-  for (; k < kend; k += 32u) step(ld_stream(wl + k), ld_stream(wh + k), k);
   // c: (row g, step rows 2t, 2t+1), (row g + 8, step rows 2t, 2t+1). Sum the warps' partials.
   float4* red = reinterpret_cast<float4*>(smem);
   red[warp * 32u + lane] = make_float4(c[0], c[1], c[2], c[3]);

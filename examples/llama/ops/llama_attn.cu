@@ -89,12 +89,19 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   }
   __syncthreads();
   // Unnormalized output: thread (h, dim) over the chunk's positions in order (so every step computes the
-  // same bits); the value loads are independent, 8 in flight.
+  // same bits), the values of 16 positions loaded at a time.
   for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
     const unsigned h = j / kHeadDim, dim = j % kHeadDim;
     float o = 0.0f;
-#pragma unroll 8
-    for (int p = 0; p < n; ++p) o += s[h * 64u + p] * bf2f(vbase[static_cast<unsigned long long>(p) * kHeadDim + dim]);
+    for (int p0 = 0; p0 < n; p0 += 16) {
+      float v[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        v[i] = p0 + i < n ? bf2f(vbase[static_cast<unsigned long long>(p0 + i) * kHeadDim + dim]) : 0.0f;
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        if (p0 + i < n) o += s[h * 64u + p0 + i] * v[i];
+    }
     os[j] = o;
   }
   __syncthreads();

@@ -18,10 +18,16 @@ __device__ void llama_embed_tile(const LlamaEmbedArgs& a, const gpuos::TileCtx& 
   Row& row = *static_cast<Row*>(c.smem);
   float* red = static_cast<float*>(c.smem) + sizeof(Row) / 4;
   if (threadIdx.x == 0) {
-    const volatile int* src = reinterpret_cast<const volatile int*>(a.ctl + r);
+    // The row in two 16-byte volatile reads over the bus, both in flight at once (each is a round trip).
+    static_assert(sizeof(Row) == 2 * sizeof(uint4), "Row is read as two uint4");
+    const uint4* src = reinterpret_cast<const uint4*>(a.ctl + r);
     Row v;
-    int* dst = reinterpret_cast<int*>(&v);
-    for (unsigned i = 0; i < sizeof(Row) / 4; ++i) dst[i] = src[i];
+    uint4* dst = reinterpret_cast<uint4*>(&v);
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%8];\n\t"
+                 "ld.volatile.global.v4.u32 {%4,%5,%6,%7}, [%9];"
+                 : "=r"(dst[0].x), "=r"(dst[0].y), "=r"(dst[0].z), "=r"(dst[0].w), "=r"(dst[1].x), "=r"(dst[1].y),
+                   "=r"(dst[1].z), "=r"(dst[1].w)
+                 : "l"(src), "l"(src + 1));
     if (v.tok < 0 || static_cast<unsigned>(v.tok) >= a.dims->vocab) v.slot = -1;  // refuse, never read out of bounds
     row = v;
     a.rows[r] = v;
