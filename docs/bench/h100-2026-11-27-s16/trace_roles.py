@@ -1,0 +1,309 @@
+"""Where a decode step's time goes, seen from the device: every tile's start and end on the GPU clock.
+
+    python trace_step.py MODEL_DIR [ROWS] [--json OUT]
+
+The operators are loaded from a traced copy of ops/ (written to a temporary folder): each tile function is
+wrapped so that thread 0 notes the global timer when the tile starts and after its last thread is done,
+with the node's identity (its first two argument words), the tile, the SM and the block, into a buffer
+in device memory whose address the copy is compiled with. A step is then a set of nodes, each with its
+start (its first tile's), its end (its last tile's), and for the blocks that run it, how long after the
+node before it ended they started. Printed per operator, averaged over the layers, with the step's time
+on the host beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import gpuos
+from llama_engine import Engine, OPS_DIR, OP_NAMES
+
+MAX_BLOCKS, PER_BLOCK = 4096, 256  # records per block and step: a step runs < 200 tiles on a block
+KINDS = {name: i for i, name in enumerate(OP_NAMES)}
+
+TRACE_H = r"""
+#define LLAMA_TRACE_BUF {addr}ull
+namespace llama {{
+__device__ __forceinline__ unsigned long long gtime() {{
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}}
+__device__ __forceinline__ unsigned smid() {{
+  unsigned s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}}
+}}  // namespace llama
+#define LLAMA_TRACED(FN, ARGS, KIND)                                                                   \
+  __device__ void FN##_traced(const ARGS& a, const gpuos::TileCtx& c) {{                                 \
+    const unsigned long long t0 = llama::gtime();                                                       \
+    FN(a, c);                                                                                           \
+    __syncthreads();                                                                                    \
+    if (threadIdx.x == 0) {{                                                                             \
+      unsigned* count = reinterpret_cast<unsigned*>(LLAMA_TRACE_BUF);                                   \
+      const unsigned i = count[blockIdx.x]++;                                                           \
+      if (i < {per_block}u) {{                                                                           \
+        const unsigned long long* w = reinterpret_cast<const unsigned long long*>(&a);                  \
+        unsigned long long* r = reinterpret_cast<unsigned long long*>(LLAMA_TRACE_BUF + {rec_off}ull) + \
+                                (static_cast<unsigned long long>(blockIdx.x) * {per_block}u + i) * 4u;  \
+        r[0] = w[0] * 0x9E3779B97F4A7C15ull + w[1];                                                     \
+        r[1] = (static_cast<unsigned long long>(KIND) << 56) |                                          \
+               (static_cast<unsigned long long>(llama::smid()) << 40) |                                 \
+               (static_cast<unsigned long long>(blockIdx.x) << 24) | c.tile;                            \
+        r[2] = t0;                                                                                      \
+        r[3] = llama::gtime();                                                                          \
+      }}                                                                                                 \
+    }}                                                                                                   \
+  }}
+"""
+
+
+CLOCK_OP = r"""
+#include "gpuos/op.cuh"
+struct TraceClockArgs { unsigned long long* out; };  // mapped host memory
+__device__ void trace_clock_tile(const TraceClockArgs& a, const gpuos::TileCtx&) {
+  if (threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(a.out), "l"(t) : "memory");
+  }
+}
+GPUOS_OPERATOR_FLAGS(trace_clock, TraceClockArgs, trace_clock_tile, GPUOS_OP_HOST_WRITES)
+"""
+
+
+def clock_offset(rt, rounds: int = 30) -> int:
+    """Host time.time_ns() minus the device's global timer, in ns: a tile writes the timer into mapped
+    memory and the host notes when it sees it; the smallest difference over `rounds` (it includes the
+    write's trip over the bus, ~1 us)."""
+    import struct as st
+    box = torch.zeros(1, dtype=torch.int64).pin_memory()
+    view = box.numpy()
+    task = gpuos.Task(rt.op_id("trace_clock"), 1, st.pack("<Q", box.data_ptr()))
+    best = None
+    for _ in range(rounds):
+        view[0] = 0
+        t = rt.submit(task)
+        give_up = time.monotonic() + 10.0
+        while view[0] == 0:
+            if time.monotonic() > give_up:
+                raise TimeoutError("the clock task's timer never arrived")
+        seen = time.time_ns()
+        rt.wait(t)
+        d = seen - int(view[0])
+        best = d if best is None else min(best, d)
+    return best
+
+
+def traced_ops(buf: torch.Tensor, dst: Path, src: Path = OPS_DIR) -> Path:
+    """A copy of the operators in `src` that records each tile into `buf`."""
+    rec_off = MAX_BLOCKS * 4 * 8  # bytes: the counts take the buffer's first MAX_BLOCKS * 4 words
+    shutil.copytree(src, dst, dirs_exist_ok=True)
+    h = dst / "llama.cuh"
+    h.write_text(h.read_text() + TRACE_H.format(addr=buf.data_ptr(), per_block=PER_BLOCK, rec_off=rec_off))
+    for name in OP_NAMES:
+        f = dst / f"{name}.cu"
+        src = f.read_text()
+        m = re.search(r"GPUOS_OPERATOR(\w*)\((\w+), (\w+), (\w+)", src)
+        macro, op, args, fn = m.groups()
+        src = src[: m.start()] + f"LLAMA_TRACED({fn}, {args}, {KINDS[name]})\n" + \
+            f"GPUOS_OPERATOR{macro}({op}, {args}, {fn}_traced" + src[m.end():]
+        f.write_text(src)
+    return dst
+
+
+DUMP_OP = r"""
+#include "gpuos/op.cuh"
+extern "C" __device__ unsigned long long gpuos_role_trace[];
+extern "C" __device__ unsigned gpuos_role_trace_n[];
+struct RoleDumpArgs { unsigned long long* dst; };
+__device__ void role_dump_tile(const RoleDumpArgs& a, const gpuos::TileCtx& c) {
+  const unsigned b = c.tile;
+  if (threadIdx.x == 0) a.dst[b] = gpuos_role_trace_n[b];
+  for (unsigned i = threadIdx.x; i < 1024u; i += blockDim.x) a.dst[1024u + b * 1024u + i] = gpuos_role_trace[b * 1024u + i];
+  __syncthreads();
+  if (threadIdx.x == 0) gpuos_role_trace_n[b] = 0u;
+}
+GPUOS_OPERATOR(role_dump, RoleDumpArgs, role_dump_tile)
+"""
+
+
+def role_records(rt, dst: torch.Tensor) -> np.ndarray:
+    import struct as st
+    t = gpuos.Task(rt.op_id("role_dump"), 1024, st.pack("<Q", dst.data_ptr()))
+    rt.wait(rt.submit(t))
+    torch.cuda.synchronize()
+    raw = dst.cpu().numpy().view(np.uint64)
+    counts = raw[:1024].astype(np.int64)
+    recs = raw[1024:].reshape(1024, 128, 8)
+    out = []
+    for b in range(1024):
+        for j in range(min(int(counts[b]), 128)):
+            r = recs[b, j]
+            out.append((b, int(r[0] >> 32), int(r[1]), int(r[2]), int(r[3]), int(r[4])))
+    return np.array(out, dtype=np.int64)
+
+
+def role_summary(nodes, recs, roles, names):
+    """Per kind: medians over layers of the medians over blocks, us after the previous node's end:
+    seen (poll saw the count), synced (after the barrier), and tile start after synced."""
+    t_base = int(recs[:, 2].min())
+    res = {}
+    for i in range(1, len(nodes)):
+        prev_end = nodes[i - 1]["end"] + t_base
+        rr = roles[(roles[:, 1] == i) & (roles[:, 3] != 0)]
+        if len(rr) == 0:
+            continue
+        seen = (rr[:, 3] - prev_end) / 1e3
+        synced = (rr[:, 4] - rr[:, 3]) / 1e3
+        key_recs = recs[recs[:, 0] == recs[recs[:, 2] == nodes[i]["start"] + t_base][0, 0]]
+        starts = []
+        for b, _, t0, t1, t2, t3 in rr:
+            bs = key_recs[((key_recs[:, 1] >> 24) & 0xFFFF) == b]
+            if len(bs):
+                starts.append((int(bs[:, 2].min()) - t2) / 1e3)
+        d = res.setdefault(names[i], dict(seen_p10=[], seen_p50=[], seen_p90=[], sync_p50=[], sync_p90=[],
+                                          start_p50=[], start_p90=[], began_before=[]))
+        d["seen_p10"].append(np.percentile(seen, 10))
+        d["seen_p50"].append(np.percentile(seen, 50))
+        d["seen_p90"].append(np.percentile(seen, 90))
+        d["sync_p50"].append(np.percentile(synced, 50))
+        d["sync_p90"].append(np.percentile(synced, 90))
+        if starts:
+            d["start_p50"].append(np.percentile(starts, 50))
+            d["start_p90"].append(np.percentile(starts, 90))
+        d["began_before"].append(np.percentile((rr[:, 2] - prev_end) / 1e3, 50))
+    return {k: {m: round(float(statistics.median(v)), 2) for m, v in d.items() if v} for k, d in res.items()}
+
+
+def read_trace(buf: torch.Tensor) -> np.ndarray:
+    """Records of the step just run: [n][4] uint64 (key, kind|sm|block|tile, start, end)."""
+    torch.cuda.synchronize()
+    raw = buf.cpu().numpy()
+    counts = raw[: MAX_BLOCKS * 4].view(np.uint32)[:MAX_BLOCKS]
+    recs = raw[MAX_BLOCKS * 4:].view(np.uint64).reshape(MAX_BLOCKS, PER_BLOCK, 4)
+    if counts.max() > PER_BLOCK:
+        raise RuntimeError(f"a block ran {counts.max()} tiles, the trace holds {PER_BLOCK}")
+    return np.concatenate([recs[b, : counts[b]] for b in range(MAX_BLOCKS) if counts[b]])
+
+
+def nodes_of(recs: np.ndarray) -> list[dict]:
+    """The step's nodes in the order they started: kind, tiles, blocks, start, end (ns from the step's
+    first tile), and each block's first start after the node before ended (its hand-over)."""
+    t_base = int(recs[:, 2].min())
+    out = []
+    for key in np.unique(recs[:, 0]):
+        r = recs[recs[:, 0] == key]
+        kind = int(r[0, 1] >> 56)
+        blocks = (r[:, 1] >> 24) & 0xFFFF
+        firsts = [int(r[blocks == b, 2].min()) for b in np.unique(blocks)]
+        lasts = [int(r[blocks == b, 3].max()) for b in np.unique(blocks)]
+        out.append(dict(kind=OP_NAMES[kind], tiles=len(r), blocks=len(firsts),
+                        start=int(r[:, 2].min()) - t_base, end=int(r[:, 3].max()) - t_base,
+                        firsts=np.array(firsts) - t_base, lasts=np.array(lasts) - t_base,
+                        tile_ns=(r[:, 3] - r[:, 2]).astype(np.int64)))
+    out.sort(key=lambda n: n["start"])
+    return out
+
+
+def summarize(nodes: list[dict]) -> dict:
+    """Per operator kind (resid split into o_proj and down by position): medians over the layers."""
+    rows = {}
+    prev_end = None
+    names = []
+    for i, n in enumerate(nodes):
+        name = n["kind"]
+        if name == "llama_resid":
+            name = "o_proj" if nodes[i - 1]["kind"] == "llama_attn" else "down"
+        names.append(name)
+        d = rows.setdefault(name, dict(span=[], gap=[], first_p50=[], first_max=[], last_spread=[],
+                                       tile_p50=[], tile_max=[], tiles=n["tiles"], blocks=n["blocks"]))
+        d["span"].append((n["end"] - n["start"]) / 1e3)
+        if prev_end is not None:
+            d["gap"].append((n["start"] - prev_end) / 1e3)
+            d["first_p50"].append((np.median(n["firsts"]) - prev_end) / 1e3)
+            d["first_max"].append((n["firsts"].max() - prev_end) / 1e3)
+        d["last_spread"].append((n["end"] - np.median(n["lasts"])) / 1e3)
+        d["tile_p50"].append(np.median(n["tile_ns"]) / 1e3)
+        d["tile_max"].append(n["tile_ns"].max() / 1e3)
+        prev_end = n["end"]
+    summary = {k: {m: (statistics.median(v) if isinstance(v, list) and v else v) for m, v in d.items()}
+               for k, d in rows.items()}
+    summary["_step_us"] = (nodes[-1]["end"] - nodes[0]["start"]) / 1e3
+    summary["_order"] = names
+    return summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model_dir")
+    ap.add_argument("rows", nargs="?", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--ops", default=str(OPS_DIR), help="the operators to trace (default: ops/)")
+    ap.add_argument("--options", default="{}", help="gpuos.Runtime keyword arguments, as JSON")
+    a = ap.parse_args()
+    buf = torch.zeros(MAX_BLOCKS * 4 + MAX_BLOCKS * PER_BLOCK * 4, dtype=torch.int64, device="cuda")
+    with tempfile.TemporaryDirectory() as tmp, gpuos.Runtime(**json.loads(a.options)) as rt:
+        eng = Engine(rt, a.model_dir, slots=8, max_pos=1024, ops_dir=traced_ops(buf, Path(tmp), Path(a.ops)))
+        rt.load_operator_source("trace_clock", CLOCK_OP)
+        rt.load_operator_source("role_dump", DUMP_OP)
+        dump = torch.zeros(1024 + 1024 * 1024, dtype=torch.int64, device="cuda")
+        rows = [(1, 40 + i, i, 0.0, 0) for i in range(a.rows)]
+        for _ in range(10):
+            eng.step(rows)
+        results = []
+        for s in range(a.steps):
+            buf.zero_()
+            torch.cuda.synchronize()
+            t0 = time.time_ns()
+            eng.step(rows)
+            t1 = time.time_ns()
+            recs = read_trace(buf)
+            roles = role_records(rt, dump)
+            nodes = nodes_of(recs)
+            summ = summarize(nodes)
+            summ["_roles"] = role_summary(nodes, recs, roles, summ["_order"])
+            if a.json:
+                np.savez_compressed(a.json + f".step{s}.npz", recs=recs, roles=roles)
+            summ["_host_us"] = (t1 - t0) / 1e3
+            # How long after the call the first tile started, and before the return the last one ended,
+            # on the host's clock (the device's timer moved onto it by the offset measured now).
+            off = clock_offset(rt)
+            summ["_launch_to_first_us"] = (int(recs[:, 2].min()) + off - t0) / 1e3
+            summ["_last_to_return_us"] = (t1 - int(recs[:, 3].max()) - off) / 1e3
+            results.append(summ)
+        eng.close()
+    last = results[-1]
+    print(f"rows {a.rows}: step on the device {last['_step_us']:.1f} us (host round trip {last['_host_us']:.1f} us); "
+          f"over {a.steps} steps: device {[round(r['_step_us'], 1) for r in results]}")
+    print(f"call to first tile {[round(r['_launch_to_first_us'], 1) for r in results]} us, "
+          f"last tile to return {[round(r['_last_to_return_us'], 1) for r in results]} us")
+    print(f"{'node':8s} {'tiles':>5s} {'blocks':>6s} {'span':>7s} {'gap':>6s} {'1st p50':>7s} {'1st max':>7s} "
+          f"{'tail':>6s} {'tile p50':>8s} {'tile max':>8s}   (us, medians over the layers)")
+    for k in ("llama_embed", "llama_qkv", "llama_attn", "o_proj", "llama_swiglu", "down", "llama_logits"):
+        d = last.get(k)
+        if not d:
+            continue
+        print(f"{k.replace('llama_', ''):8s} {d['tiles']:5d} {d['blocks']:6d} {d['span']:7.1f} {d['gap'] or 0:6.1f} "
+              f"{d['first_p50'] or 0:7.1f} {d['first_max'] or 0:7.1f} {d['last_spread']:6.1f} {d['tile_p50']:8.1f} "
+              f"{d['tile_max']:8.1f}")
+    for k, v in last["_roles"].items():
+        print("roles", k, v)
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()
