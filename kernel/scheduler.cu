@@ -813,7 +813,10 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
     }
     __syncthreads();
     if (!sh.valid) break;
-    const uint32_t top = sh.tile, count = sh.last;
+    // Volatile: read only once the claim is known valid (merged into one load with `valid`, `last` would
+    // be read in every lane before thread 0 stores to it on the way out, a race for racecheck).
+    const uint32_t top = *reinterpret_cast<volatile uint32_t*>(&sh.tile),
+                   count = *reinterpret_cast<volatile uint32_t*>(&sh.last);
     if (first_claim) {
       if (!loaded) {
         // The payload and line 1 as armed (ordered after thread 0's acquire by the barrier; a helper's
@@ -1669,8 +1672,16 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
     unsigned long long lone_end;  // when the lone task's completion record went out
     uint32_t pace, after_lone, limit;
   };
-  __shared__ Pacing pacing;
-  if (tid == 0) pacing = Pacing{0ull, 0u, 0u, s.pace_limit_ns};
+  // Thread 0's alone. Volatile so that the compiler does not load it in the other lanes ahead of the
+  // thread test (their loads would be unused, but race with thread 0's stores for racecheck).
+  __shared__ Pacing pacing_words;
+  volatile Pacing& pacing = pacing_words;
+  if (tid == 0) {
+    pacing.lone_end = 0ull;
+    pacing.pace = 0u;
+    pacing.after_lone = 0u;
+    pacing.limit = s.pace_limit_ns;
+  }
   __syncthreads();
   for (uint64_t iter = 0;; ++iter) {
     PollResult& pr = polls[iter % 3];
