@@ -1153,6 +1153,51 @@ __device__ __forceinline__ void role_fetch_item(RoleShared& rs, uint32_t i) {
                  reinterpret_cast<const char*>(reinterpret_cast<const PlacedItem*>(rs.pitems) + i) + 16 * tid);
 }
 
+/// An item of a placed launch whose operator awaits its inputs itself (GPUOS_OP_AWAITS_INPUTS): the
+/// operator is called before the item's wait, starts what does not depend on the node's predecessors (its
+/// weights' loads), and then calls gpuos_await_inputs, which waits here as run_role would have. Thread 0
+/// of the block writes it before the call; `pending` says the wait is still to come, `ok` what it found
+/// (0: a predecessor failed or did not run, and the operator must not write). Outside such an item,
+/// pending is 0 and ok 1, so an awaiting operator run as a plain task does not wait.
+struct AwaitState {
+  const RoleShared* rs;
+  const PlacedItem* item;
+  const PlacedWait* pre;
+  uint32_t pending;
+  uint32_t ok;
+  uint32_t bad_local;
+};
+__shared__ AwaitState await_state;
+
+/// Thread 0, at kernel start (a barrier follows before any use).
+__device__ __forceinline__ void await_reset() {
+  await_state.pending = 0;
+  await_state.ok = 1;
+}
+
+}  // namespace gpuos::kern
+
+/// gpuos/op.cuh, gpuos::await_inputs: all threads of the block. Two barriers: the first passes the wait
+/// and its acquire (warp 0's) to the block, the second keeps thread 0's clearing of `pending` after
+/// every thread's look at it, so that a later call (the next tile's, run_role's after the operator)
+/// returns at once.
+extern "C" __device__ __noinline__ unsigned int gpuos_await_inputs() {
+  using namespace gpuos::kern;
+  AwaitState& a = await_state;
+  if (!a.pending) return a.ok;
+  if (threadIdx.x < 32) {
+    const bool skip = role_wait(*a.rs, *a.item, a.pre, a.bad_local != 0);
+    if (threadIdx.x == 0) a.ok = skip ? 0u : 1u;
+  }
+  __syncthreads();
+  const unsigned int ok = a.ok;
+  if (threadIdx.x == 0) a.pending = 0;
+  __syncthreads();
+  return ok;
+}
+
+namespace gpuos::kern {
+
 /// All threads: runs the tiles of a claiming item (kPlacedClaim) this block claims from the node's placed
 /// claim word, the first claim already made (rs.claim_old); returns how many it took. Batches as
 /// work_entry claims them: while a grid's worth is left, the operator's claiming adapter runs the rest in
@@ -1263,14 +1308,25 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
       const uint32_t batch = claim_batch(slot_tiles(pl.tiles) / claim_spread_of(sh), max_batch_of(sh));
       rs.claim_old = dev_ref<uint64_t>(pn.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_relaxed);
     }
-    if (waits && tid < 32) {
+    uint32_t vst = kTaskOk;
+    const OpEntry* const vop = validate(sh, pl, vst);
+    // An operator that awaits its inputs itself is called first and waits inside (AwaitState).
+    const bool early = waits && !claiming && vop && (vop->flags & GPUOS_OP_AWAITS_INPUTS);
+    if (early && tid == 0) {
+      await_state.rs = &rs;
+      await_state.item = &rs.item[i % 3];
+      await_state.pre = rs.wait[i % 2];
+      await_state.bad_local = bad_local ? 1u : 0u;
+      await_state.pending = 1;
+    }
+    if (waits && !early && tid < 32) {
       const bool sk = role_wait(rs, it, rs.wait[i % 2], bad_local);
       if (tid == 0) rs.skip = sk;
     }
     if (waits || claiming) __syncthreads();
-    const bool skip = waits && rs.skip;
-    uint32_t st = kTaskOk;
-    const OpEntry* op = skip ? nullptr : validate(sh, pl, st);
+    bool skip = waits && !early && rs.skip;
+    uint32_t st = skip ? kTaskOk : vst;
+    const OpEntry* op = skip ? nullptr : vop;
     TaskRecord& rec = reinterpret_cast<TaskRecord*>(rs.recs)[it.node];
     const TileCtx ctx{it.first + it.count - 1, pl.tiles, rs.ticket, smem, &rec.scratch};
     uint32_t ran = it.count;
@@ -1283,8 +1339,18 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
     } else {
       ran = run_claiming_item(sh, rs, pn, op, pl, ctx);
     }
+    if (early) {
+      // The wait, if the operator did not get to it (a no-op if it did); what it found decides as a
+      // wait before the call does (the operator wrote nothing when it found a failure).
+      skip = gpuos_await_inputs() == 0;
+      if (skip) {
+        st = kTaskOk;
+        op = nullptr;  // no finish function; its writes are none
+      }
+    }
     wait_async();
     __syncthreads();  // the tiles' writes for the whole block; the next items' words
+    if (early && tid == 0) await_state.ok = 1;  // every thread read it before the barrier
     const uint32_t tiles = pl.tiles;
     const bool whole = !claiming && it.count == tiles;
     // A chunk of a spread node that nothing waits for the end of (no finish function, not a sink):
@@ -2108,6 +2174,7 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
     sh.work_calls = 0;
     sh.claim_spread = s.claim_spread;
     sh.claim_ahead_off = s.claim_ahead_off;
+    await_reset();
   }
   cooperative_groups::this_grid().sync();
   if (blockIdx.x == 0) {

@@ -80,6 +80,23 @@ struct TileClaims {
 extern "C" __device__ void* gpuos_dev_malloc(unsigned long long bytes, unsigned long long align);
 extern "C" __device__ unsigned int gpuos_dev_free(void* p);
 
+// ---- inputs awaited by the operator (GPUOS_OP_AWAITS_INPUTS) ------------------------------------------
+// Defined by the resident kernel's image, as the heap's functions are.
+extern "C" __device__ unsigned int gpuos_await_inputs();
+
+namespace gpuos {
+
+/// For an operator declared with GPUOS_OP_AWAITS_INPUTS: returns once the task's inputs are complete
+/// (the results of the tasks it depends on are visible to the whole block), true when the task is to
+/// run, false when one of those tasks failed or did not run: the tile must then return without writing
+/// anything. Every thread of the block calls it, once per tile, before reading anything another task
+/// writes; what it may do before (load constant data such as weights, compute addresses) overlaps the
+/// wait. Where nothing is left to wait for (a plain task, whose dependencies were resolved before it
+/// was dispatched), it returns true at once.
+__device__ inline bool await_inputs() { return gpuos_await_inputs() != 0u; }
+
+}  // namespace gpuos
+
 namespace gpuos::dev {
 
 /// Allocates `bytes` from the runtime's heap (gpuos_options.heap_bytes), aligned to `align` (a power of

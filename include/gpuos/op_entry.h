@@ -47,5 +47,11 @@ static_assert(__builtin_offsetof(OpEntry, arg_bytes) == 24, "OpEntry layout");
 /// this flag that does write may have its writes seen after its completion: do not set it on anything
 /// that stores.
 #define GPUOS_OP_NO_WRITES 2u
+/// OpEntry::flags: the operator waits for its task's inputs itself (gpuos::await_inputs, gpuos/op.cuh).
+/// Where a task waits for other tasks' results on the device (a node of a placed graph launch), the
+/// tile function is then called before they are complete: it may start what does not depend on them
+/// (loading its weights, its address arithmetic), and must call await_inputs before it reads anything
+/// they write.
+#define GPUOS_OP_AWAITS_INPUTS 4u
 
 #endif  // GPUOS_OP_ENTRY_H

@@ -52,6 +52,42 @@ __device__ void order_tile(const OrderArgs& a, const gpuos::TileCtx& c) {
 GPUOS_OPERATOR(order, OrderArgs, order_tile)
 )";
 
+// The same check by an operator that awaits its inputs itself (GPUOS_OP_AWAITS_INPUTS): it reads what
+// does not change (its predecessors' list and tile counts) before gpuos::await_inputs and the counters
+// after. An await that says "do not run" in a launch where nothing fails is a violation too.
+const char* kOrderAwaitSource = R"(
+#include "gpuos/op.cuh"
+
+struct OrderArgs {
+  const unsigned* pred_begin;
+  const unsigned* preds;
+  const unsigned* tiles;
+  unsigned* hits;
+  unsigned* violations;
+  unsigned node;
+};
+
+__device__ void order_await_tile(const OrderArgs& a, const gpuos::TileCtx& c) {
+  const unsigned begin = a.pred_begin[a.node], end = a.pred_begin[a.node + 1];
+  const unsigned first = begin < end ? a.preds[begin] : 0u;
+  const unsigned first_tiles = begin < end ? a.tiles[first] : 0u;
+  if (!gpuos::await_inputs()) {
+    if (threadIdx.x == 0) atomicAdd(a.violations, 1000000u);
+    return;
+  }
+  if (threadIdx.x != 0) return;
+  const unsigned old = atomicAdd(&a.hits[a.node], 1u);
+  const unsigned round = old / c.tiles + 1;
+  for (unsigned k = begin; k < end; ++k) {
+    const unsigned p = k == begin ? first : a.preds[k];
+    const unsigned want = (k == begin ? first_tiles : a.tiles[p]) * round;
+    if (*static_cast<volatile const unsigned*>(&a.hits[p]) != want) atomicAdd(a.violations, 1u);
+  }
+}
+
+GPUOS_OPERATOR_FLAGS(order_await, OrderArgs, order_await_tile, GPUOS_OP_AWAITS_INPUTS)
+)";
+
 struct OrderArgs {
   const unsigned* pred_begin;
   const unsigned* preds;
@@ -145,9 +181,10 @@ class OrderCheck {
   std::vector<std::uint32_t> want_tiles_;
 };
 
-Graph graph_of(const Dag& d, const OrderCheck& oc, std::uint32_t op) {
+/// `op2`: the operator of the odd nodes (default: `op` for all).
+Graph graph_of(const Dag& d, const OrderCheck& oc, std::uint32_t op, std::uint32_t op2 = ~0u) {
   Graph g;
-  for (std::uint32_t v = 0; v < d.size(); ++v) REQUIRE(g.add(oc.task(op, v)) == v);
+  for (std::uint32_t v = 0; v < d.size(); ++v) REQUIRE(g.add(oc.task(v % 2 && op2 != ~0u ? op2 : op, v)) == v);
   for (std::uint32_t v = 0; v < d.size(); ++v)
     for (auto p : d.preds[v]) g.edge(p, v);
   return g;
@@ -281,6 +318,46 @@ TEST_CASE("graphs: random DAGs of 1 to 100,000 nodes run each node once per laun
   CHECK(checks[3]->wrong_counts(50) == 0);
   CHECK(checks[4]->violations() == 0);
   CHECK(checks[4]->wrong_counts(50) == 0);
+}
+
+TEST_CASE("graphs: an operator that awaits its inputs itself is called before them and still runs after them") {
+  // Every other node of each DAG awaits its inputs itself; placed launches call it before its
+  // predecessors are complete (a spread node's chunks on many blocks, a node of many tiles claimed).
+  struct Shape {
+    std::size_t n;
+    std::uint32_t max_preds, window;
+    std::uint32_t max_tiles;
+  };
+  const Shape shapes[] = {{2, 1, 1, 1}, {17, 3, 8, 4}, {1000, 4, 64, 1}, {1000, 2, 1000, 4}, {20000, 20, 200, 1},
+                          {300, 3, 16, 6000}, {2000, 4, 64, 3000}};
+  std::vector<Dag> dags;
+  std::vector<std::unique_ptr<OrderCheck>> checks;
+  for (std::size_t i = 0; i < std::size(shapes); ++i) {
+    dags.push_back(random_dag(shapes[i].n, shapes[i].max_preds, shapes[i].window, shapes[i].max_tiles, 91 + i));
+    checks.push_back(std::make_unique<OrderCheck>(dags.back()));
+  }
+  Runtime rt;
+  const std::uint32_t op = load_order(rt);
+  rt.load_operator_source("order_await.cu", kOrderAwaitSource);
+  const std::uint32_t op_await = rt.op_id("order_await");
+  for (std::size_t i = 0; i < dags.size(); ++i) {
+    CAPTURE(shapes[i].n);
+    CAPTURE(shapes[i].max_tiles);
+    GraphExec ge(rt, graph_of(dags[i], *checks[i], op, op_await));
+    const Ticket a = ge.launch();
+    const Ticket b = ge.launch();
+    CHECK(rt.wait(a, 60s));
+    CHECK(rt.wait(b, 60s));
+    CHECK(rt.wait(ge.launch(), 60s));
+    CHECK(checks[i]->violations() == 0);
+    CHECK(checks[i]->wrong_counts(3) == 0);
+  }
+  // The same operator as a plain task: nothing to await, it runs at once.
+  checks[1]->reset();
+  for (std::uint32_t v = 0; v < dags[1].size(); ++v) CHECK(rt.wait(rt.submit(checks[1]->task(op_await, v)), 10s));
+  CHECK(checks[1]->violations() == 0);
+  CHECK(checks[1]->wrong_counts(1) == 0);
+  CHECK(test::drain_or_report(rt, 30s));
 }
 
 TEST_CASE("graphs: a long chain runs as one block's continuations, and moves to another block mid-way") {
