@@ -26,7 +26,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const char* kOrderSource = R"(
+// The order operators' argument struct, in their sources and (as OrderArgs below) on the host.
+const std::string kOrderArgsSource = R"(
 #include "gpuos/op.cuh"
 
 struct OrderArgs {
@@ -37,6 +38,9 @@ struct OrderArgs {
   unsigned* violations;
   unsigned node;
 };
+)";
+
+const std::string kOrderSource = kOrderArgsSource + R"(
 
 __device__ void order_tile(const OrderArgs& a, const gpuos::TileCtx& c) {
   if (threadIdx.x != 0) return;
@@ -55,18 +59,7 @@ GPUOS_OPERATOR(order, OrderArgs, order_tile)
 // The same check by an operator that awaits its inputs itself (GPUOS_OP_AWAITS_INPUTS): it reads what
 // does not change (its predecessors' list and tile counts) before gpuos::await_inputs and the counters
 // after. An await that says "do not run" in a launch where nothing fails is a violation too.
-const char* kOrderAwaitSource = R"(
-#include "gpuos/op.cuh"
-
-struct OrderArgs {
-  const unsigned* pred_begin;
-  const unsigned* preds;
-  const unsigned* tiles;
-  unsigned* hits;
-  unsigned* violations;
-  unsigned node;
-};
-
+const std::string kOrderAwaitSource = kOrderArgsSource + R"(
 __device__ void order_await_tile(const OrderArgs& a, const gpuos::TileCtx& c) {
   const unsigned begin = a.pred_begin[a.node], end = a.pred_begin[a.node + 1];
   const unsigned first = begin < end ? a.preds[begin] : 0u;
@@ -195,6 +188,25 @@ std::uint32_t load_order(Runtime& rt) {
   return rt.op_id("order");
 }
 
+/// The shape of a random DAG (random_dag's parameters).
+struct DagShape {
+  std::size_t n;
+  std::uint32_t max_preds, window;
+  std::uint32_t max_tiles;
+};
+
+/// One random DAG per shape (seeds seed, seed + 1, ...) and its order check. Call before the Runtime.
+struct DagSet {
+  std::vector<Dag> dags;
+  std::vector<std::unique_ptr<OrderCheck>> checks;
+  DagSet(std::span<const DagShape> shapes, std::uint64_t seed) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      dags.push_back(random_dag(shapes[i].n, shapes[i].max_preds, shapes[i].window, shapes[i].max_tiles, seed + i));
+      checks.push_back(std::make_unique<OrderCheck>(dags.back()));
+    }
+  }
+};
+
 }  // namespace
 
 TEST_CASE("submit_after: a chain of dependent tasks, and fan-in beyond one dependency slot") {
@@ -272,20 +284,12 @@ TEST_CASE("lanes: tasks of a lane run one after another while threads submit to 
 }
 
 TEST_CASE("graphs: random DAGs of 1 to 100,000 nodes run each node once per launch, after its predecessors") {
-  struct Shape {
-    std::size_t n;
-    std::uint32_t max_preds, window;
-    std::uint32_t max_tiles;
-  };
-  const Shape shapes[] = {{1, 0, 1, 1},        {2, 1, 1, 1},         {17, 3, 8, 4},         {1000, 4, 64, 1},
-                          {1000, 2, 1000, 4},  {20000, 20, 200, 1},  {100000, 4, 64, 1},    {100000, 3, 5000, 4},
-                          {300, 3, 16, 6000},  {2000, 4, 64, 3000}};
-  std::vector<Dag> dags;
-  std::vector<std::unique_ptr<OrderCheck>> checks;
-  for (std::size_t i = 0; i < std::size(shapes); ++i) {
-    dags.push_back(random_dag(shapes[i].n, shapes[i].max_preds, shapes[i].window, shapes[i].max_tiles, 17 + i));
-    checks.push_back(std::make_unique<OrderCheck>(dags.back()));
-  }
+  const DagShape shapes[] = {{1, 0, 1, 1},        {2, 1, 1, 1},         {17, 3, 8, 4},         {1000, 4, 64, 1},
+                             {1000, 2, 1000, 4},  {20000, 20, 200, 1},  {100000, 4, 64, 1},    {100000, 3, 5000, 4},
+                             {300, 3, 16, 6000},  {2000, 4, 64, 3000}};
+  DagSet set(shapes, 17);
+  auto& dags = set.dags;
+  auto& checks = set.checks;
   Runtime rt;
   const std::uint32_t op = load_order(rt);
   for (std::size_t i = 0; i < dags.size(); ++i) {
@@ -323,19 +327,11 @@ TEST_CASE("graphs: random DAGs of 1 to 100,000 nodes run each node once per laun
 TEST_CASE("graphs: an operator that awaits its inputs itself is called before them and still runs after them") {
   // Every other node of each DAG awaits its inputs itself; placed launches call it before its
   // predecessors are complete (a spread node's chunks on many blocks, a node of many tiles claimed).
-  struct Shape {
-    std::size_t n;
-    std::uint32_t max_preds, window;
-    std::uint32_t max_tiles;
-  };
-  const Shape shapes[] = {{2, 1, 1, 1}, {17, 3, 8, 4}, {1000, 4, 64, 1}, {1000, 2, 1000, 4}, {20000, 20, 200, 1},
-                          {300, 3, 16, 6000}, {2000, 4, 64, 3000}};
-  std::vector<Dag> dags;
-  std::vector<std::unique_ptr<OrderCheck>> checks;
-  for (std::size_t i = 0; i < std::size(shapes); ++i) {
-    dags.push_back(random_dag(shapes[i].n, shapes[i].max_preds, shapes[i].window, shapes[i].max_tiles, 91 + i));
-    checks.push_back(std::make_unique<OrderCheck>(dags.back()));
-  }
+  const DagShape shapes[] = {{2, 1, 1, 1},       {17, 3, 8, 4},      {1000, 4, 64, 1},  {1000, 2, 1000, 4},
+                             {20000, 20, 200, 1}, {300, 3, 16, 6000}, {2000, 4, 64, 3000}};
+  DagSet set(shapes, 91);
+  auto& dags = set.dags;
+  auto& checks = set.checks;
   Runtime rt;
   const std::uint32_t op = load_order(rt);
   rt.load_operator_source("order_await.cu", kOrderAwaitSource);
