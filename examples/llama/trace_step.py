@@ -189,6 +189,8 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--ops", default=str(OPS_DIR), help="the operators to trace (default: ops/)")
     ap.add_argument("--options", default="{}", help="gpuos.Runtime keyword arguments, as JSON")
+    ap.add_argument("--raw", default=None, help="save the last step's tile records here (.npy: [n][4] uint64 "
+                    "key, kind|sm|block|tile, start, end)")
     a = ap.parse_args()
     buf = torch.zeros(MAX_BLOCKS * 4 + MAX_BLOCKS * PER_BLOCK * 4, dtype=torch.int64, device="cuda")
     with tempfile.TemporaryDirectory() as tmp, gpuos.Runtime(**json.loads(a.options)) as rt:
@@ -214,6 +216,8 @@ def main() -> None:
             summ["_last_to_return_us"] = (t1 - int(recs[:, 3].max()) - off) / 1e3
             results.append(summ)
         eng.close()
+    if a.raw:
+        np.save(a.raw, recs)
     last = results[-1]
     print(f"rows {a.rows}: step on the device {last['_step_us']:.1f} us (host round trip {last['_host_us']:.1f} us); "
           f"over {a.steps} steps: device {[round(r['_step_us'], 1) for r in results]}")

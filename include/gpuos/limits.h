@@ -8,11 +8,11 @@
 #define GPUOS_BLOCK_THREADS 256u
 /* Blocks of the resident kernel per SM its register budget is sized for (__launch_bounds__), and the
  * registers per thread that allows: every function the kernel can call (built-ins and operators linked
- * into a generation) is compiled within it. 4 blocks x 64 registers serve tiny tasks faster than 5 x 48
- * (the front end spills less), at a small cost in large-task bandwidth (docs/benchmarks.md, Tiny-task
- * throughput). */
-#define GPUOS_MIN_BLOCKS_PER_SM 4u
-#define GPUOS_MAX_REGISTERS 64u
+ * into a generation) is compiled within it. On an H100, 2 blocks x 128 registers beat 4 x 64 in every
+ * benchmark measured (docs/benchmarks.md, Register budget): half as many blocks poll for a wide node's
+ * predecessors, and an operator's loads in flight need not spill. */
+#define GPUOS_MIN_BLOCKS_PER_SM 2u
+#define GPUOS_MAX_REGISTERS 128u
 /* Dynamic shared memory every tile may use (TileCtx::smem). */
 #define GPUOS_TILE_SMEM_BYTES 8192u
 /* Largest argument struct an operator may take (carried inline in the task). */
