@@ -246,8 +246,8 @@ class MultiTileBuffers {
 
 /// Threads (one per MultiTileBuffers pool) that submit tasks of PREFIX_tiles (op id `tiles_op`) and
 /// PREFIX_sum (`sum_op`), half each, of 1 to kMaxTiles tiles: half of them 1-8 tiles, a quarter 9-528, a
-/// quarter 529-4096 (up to 8 times a 528-block grid: with a grid's worth of tiles left after its first
-/// claim, a block claims on inside the operator's claiming adapter). One submission in 8 is a batch of
+/// quarter 529-4096 (up to 15 times an H100's 264-block grid: with a grid's worth of tiles left after its
+/// first claim, a block claims on inside the operator's claiming adapter). One submission in 8 is a batch of
 /// 2-8 such tasks (submit_batch), the others single tasks (try_submit). Each thread submits at most `tiles_per_second` tiles a second (it sleeps while ahead),
 /// so its pools last a known time; a thread whose pool is used up stops (ran_out()).
 class MultiTileLoad {
