@@ -1,6 +1,8 @@
 #include "tests/gpu/gpu_fixture.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -12,6 +14,22 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;
+}
+
+std::size_t scaled(std::size_t n, std::size_t at_least) {
+  static const std::size_t scale = [] {
+    const char* v = std::getenv("GPUOS_TEST_SCALE");
+    if (v == nullptr || *v == '\0') return std::size_t{1};
+    char* end = nullptr;
+    const unsigned long long s = std::strtoull(v, &end, 10);
+    if (*end != '\0' || s == 0) {
+      std::fprintf(stderr, "GPUOS_TEST_SCALE=%s: not a whole number >= 1\n", v);
+      std::exit(2);
+    }
+    return static_cast<std::size_t>(s);
+  }();
+  const std::size_t m = n / scale;
+  return m < at_least ? (at_least < n ? at_least : n) : m;
 }
 
 void check_next_boot() {

@@ -102,6 +102,12 @@ inline void await_submitters(Runtime& rt, const std::atomic<int>& running, std::
   std::_Exit(1);
 }
 
+/// A long loop's count divided by GPUOS_TEST_SCALE (a whole number >= 1; 1 when unset), and at least
+/// `at_least`. Under compute-sanitizer the kernel runs two to three orders of magnitude slower:
+/// scripts/gpu_run.sh's sanitize part sets the scale so that the suites finish, each case still checking
+/// what it checks on fewer tasks. Ends the process on a value that is not such a number.
+std::size_t scaled(std::size_t n, std::size_t at_least = 1);
+
 /// After a runtime faulted or hung (its kernel ended with a fault): the next runtime in this process
 /// either works or is refused promptly with GPUOS_ERR_DEVICE_FAULT (the driver decides; recovering means
 /// restarting the process).

@@ -201,7 +201,8 @@ struct DagSet {
   std::vector<std::unique_ptr<OrderCheck>> checks;
   DagSet(std::span<const DagShape> shapes, std::uint64_t seed) {
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      dags.push_back(random_dag(shapes[i].n, shapes[i].max_preds, shapes[i].window, shapes[i].max_tiles, seed + i));
+      dags.push_back(random_dag(test::scaled(shapes[i].n, 64), shapes[i].max_preds, shapes[i].window,
+                                shapes[i].max_tiles, seed + i));
       checks.push_back(std::make_unique<OrderCheck>(dags.back()));
     }
   }
@@ -210,7 +211,7 @@ struct DagSet {
 }  // namespace
 
 TEST_CASE("submit_after: a chain of dependent tasks, and fan-in beyond one dependency slot") {
-  const Dag d = chain(3000);
+  const Dag d = chain(static_cast<std::uint32_t>(test::scaled(3000, 32)));
   OrderCheck oc(d);
   // The fan-in: one task after 100 others (more than 16: join tasks on the way).
   Dag fan;
@@ -245,13 +246,14 @@ TEST_CASE("submit_after: a chain of dependent tasks, and fan-in beyond one depen
 
 TEST_CASE("lanes: tasks of a lane run one after another while threads submit to many lanes") {
   constexpr int kThreads = 4;
-  constexpr std::uint32_t kPerLane = 2000;
+  const std::uint32_t kPerLane = static_cast<std::uint32_t>(test::scaled(2000, 32));
   std::vector<std::unique_ptr<OrderCheck>> checks;
   for (int i = 0; i < kThreads; ++i) checks.push_back(std::make_unique<OrderCheck>(chain(kPerLane)));
   // A shared lane: every thread submits to it; its order is the order submissions reached it, so each
   // task checks only that the lane's previous task (whoever submitted it) finished: a chain in arrival
   // order, built by the threads under a lock.
-  OrderCheck shared(chain(kThreads * 500));
+  const std::uint32_t kShared = kThreads * ((kPerLane + 3) / 4);  // every thread's 4th task
+  OrderCheck shared(chain(kShared));
   Runtime rt;
   const std::uint32_t op = load_order(rt);
   Lane shared_lane(rt);
@@ -278,7 +280,7 @@ TEST_CASE("lanes: tasks of a lane run one after another while threads submit to 
     CHECK(c->violations() == 0);
     CHECK(c->wrong_counts(1) == 0);
   }
-  CHECK(shared_next == kThreads * 500);
+  CHECK(shared_next == kShared);
   CHECK(shared.violations() == 0);
   CHECK(shared.wrong_counts(1) == 0);
 }
@@ -293,7 +295,7 @@ TEST_CASE("graphs: random DAGs of 1 to 100,000 nodes run each node once per laun
   Runtime rt;
   const std::uint32_t op = load_order(rt);
   for (std::size_t i = 0; i < dags.size(); ++i) {
-    CAPTURE(shapes[i].n);
+    CAPTURE(dags[i].size());
     CAPTURE(shapes[i].window);
     CAPTURE(shapes[i].max_tiles);
     GraphExec ge(rt, graph_of(dags[i], *checks[i], op));
@@ -337,7 +339,7 @@ TEST_CASE("graphs: an operator that awaits its inputs itself is called before th
   rt.load_operator_source("order_await.cu", kOrderAwaitSource);
   const std::uint32_t op_await = rt.op_id("order_await");
   for (std::size_t i = 0; i < dags.size(); ++i) {
-    CAPTURE(shapes[i].n);
+    CAPTURE(dags[i].size());
     CAPTURE(shapes[i].max_tiles);
     GraphExec ge(rt, graph_of(dags[i], *checks[i], op, op_await));
     const Ticket a = ge.launch();
@@ -359,7 +361,8 @@ TEST_CASE("graphs: an operator that awaits its inputs itself is called before th
 TEST_CASE("graphs: a long chain runs as one block's continuations, and moves to another block mid-way") {
   // Links of 1 tile: add (x += 1), then sum (out[k] = sum of x: per-task scratch and a finish function);
   // every 50th link also an add of 8 tiles on z (a node the chain hands to the grid and takes back).
-  constexpr std::uint32_t kLinks = 1000, kN = GPUOS_ELEMS_PER_TILE, kBig = 8 * GPUOS_ELEMS_PER_TILE;
+  const std::uint32_t kLinks = static_cast<std::uint32_t>(test::scaled(1000, 64));
+  constexpr std::uint32_t kN = GPUOS_ELEMS_PER_TILE, kBig = 8 * GPUOS_ELEMS_PER_TILE;
   test::DeviceBuffer x(kN), ones(kBig), out(kLinks), z(kBig);
   test::ExactlyOnce once(20000);
   ones.upload(std::vector<float>(kBig, 1.0f));
@@ -443,7 +446,7 @@ TEST_CASE("graphs: arguments set between launches apply from the next launch on,
   const auto f = g.add(ops::fill(x.get(), 0.0f, 4096));
   g.add(ops::axpy(acc.get(), 1.0f, x.get(), 4096), {f});
   GraphExec ge(rt, g);
-  constexpr int K = 200;
+  const int K = static_cast<int>(test::scaled(200, 8));
   for (int k = 1; k <= K; ++k) {
     ge.set_args(f, gpuos_fill_args{x.get(), 4096, float(k), 0});
     ge.launch();  // not waited: the arguments travel with the launch
@@ -526,7 +529,7 @@ GPUOS_OPERATOR()" + name + ", ScaleArgs, tile_" + name + ")\n";
 }
 
 TEST_CASE("graphs: suspend and resume with launches and dependent tasks in flight") {
-  const Dag d = random_dag(5000, 4, 64, 3000, 9);
+  const Dag d = random_dag(test::scaled(5000, 64), 4, 64, 3000, 9);
   OrderCheck oc(d);
   Runtime rt;
   const std::uint32_t op = load_order(rt);
@@ -546,9 +549,9 @@ TEST_CASE("graphs: suspend and resume with launches and dependent tasks in fligh
 }
 
 TEST_CASE("a ring of 64 slots: dependencies far back, graphs larger than the ring, staging reuse") {
-  const Dag d = random_dag(3000, 3, 100, 1, 3);
+  const Dag d = random_dag(test::scaled(3000, 200), 3, 100, 1, 3);
   OrderCheck oc(d);
-  const Dag c = chain(5000);
+  const Dag c = chain(test::scaled(5000, 200));
   OrderCheck occ(c);
   test::DeviceBuffer x(1), acc(1);
   Runtime rt(Options().with_queue_capacity(64));

@@ -34,8 +34,9 @@ TEST_CASE("the heartbeat moves while the kernel runs") {
 }
 
 TEST_CASE("eight threads submit concurrently: every task runs exactly once") {
-  constexpr int kThreads = 8, kPerThread = 20000;
-  constexpr size_t n = size_t(kThreads) * kPerThread;
+  constexpr int kThreads = 8;
+  const int kPerThread = static_cast<int>(test::scaled(20000));
+  const size_t n = size_t(kThreads) * kPerThread;
   test::ExactlyOnce once(n);
   {
     Runtime rt;
@@ -59,8 +60,9 @@ TEST_CASE("eight threads submit concurrently: every task runs exactly once") {
 }
 
 TEST_CASE("four threads submit batches of 64: every task runs exactly once") {
-  constexpr int kThreads = 4, kBatches = 400, kBatch = 64;
-  constexpr size_t per_thread = size_t(kBatches) * kBatch, n = kThreads * per_thread;
+  constexpr int kThreads = 4, kBatch = 64;
+  const int kBatches = static_cast<int>(test::scaled(400));
+  const size_t per_thread = size_t(kBatches) * kBatch, n = kThreads * per_thread;
   test::DeviceBuffer y(n), ones(n);
   ones.upload(std::vector<float>(n, 1.0f));
   y.upload(std::vector<float>(n, 0.0f));

@@ -31,7 +31,7 @@ std::uint32_t bits_of(float f) {
 
 TEST_CASE("tasks on a stream run in its order, between the stream's own operations") {
   constexpr std::size_t n = 4096;
-  constexpr int kSteps = 300;  // more than the 64 a stream may hold before submit_on_stream waits
+  const int kSteps = static_cast<int>(test::scaled(300, 128));  // more than the 64 a stream may hold at once
   test::DeviceBuffer x(n), y(n), snaps(n * kSteps);
   y.upload(std::vector<float>(n, 0.0f));
   support::Stream s;
@@ -61,7 +61,8 @@ TEST_CASE("threads submitting on one stream at once: every task runs once, and t
   // stream holds at once: a stream's doors are freed in its order, so one opened out of order with its
   // ring would be reused (a task lost, or a stream waiting for ever).
   constexpr std::size_t n = 4096;
-  constexpr int kThreads = 4, kTasks = 400;
+  constexpr int kThreads = 4;
+  const int kTasks = static_cast<int>(test::scaled(400, 128));
   test::DeviceBuffer y(n * kThreads), one(n);
   y.upload(std::vector<float>(n * kThreads, 0.0f));
   one.upload(std::vector<float>(n, 1.0f));

@@ -14,8 +14,9 @@ using namespace gpuos;
 using namespace std::chrono_literals;
 
 TEST_CASE("50 suspend/resume cycles while 4 threads submit: every task exactly once") {
-  constexpr int kThreads = 4, kPerThread = 50000, kCycles = 50;
-  constexpr size_t n = size_t(kThreads) * kPerThread;
+  constexpr int kThreads = 4;
+  const int kPerThread = static_cast<int>(test::scaled(50000)), kCycles = static_cast<int>(test::scaled(50, 3));
+  const size_t n = size_t(kThreads) * kPerThread;
   test::ExactlyOnce once(n);
   uint64_t launches = 0;
   {
