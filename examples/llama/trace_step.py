@@ -7,8 +7,10 @@ wrapped so that thread 0 notes the global timer when the tile starts and after i
 with the node's identity (its first two argument words), the tile, the SM and the block, into a buffer
 in device memory whose address the copy is compiled with. A step is then a set of nodes, each with its
 start (its first tile's), its end (its last tile's), and for the blocks that run it, how long after the
-node before it ended they started. Printed per operator, averaged over the layers, with the step's time
-on the host beside it.
+node before it ended they started. The nodes are taken in the order they completed (a step's nodes form
+one chain, so that is their dependency order even when an operator that awaits its inputs starts a
+node's tiles before the node before it ends). Printed per operator, medians over the layers, with the
+step's time on the host beside it.
 """
 
 from __future__ import annotations
@@ -135,8 +137,8 @@ def read_trace(buf: torch.Tensor) -> np.ndarray:
 
 
 def nodes_of(recs: np.ndarray) -> list[dict]:
-    """The step's nodes in the order they started: kind, tiles, blocks, start, end (ns from the step's
-    first tile), and each block's first start after the node before ended (its hand-over)."""
+    """The step's nodes in the order they completed: kind, tiles, blocks, start, end (ns from the step's
+    first tile), and each block's first start and last end."""
     t_base = int(recs[:, 2].min())
     out = []
     for key in np.unique(recs[:, 0]):
@@ -149,7 +151,7 @@ def nodes_of(recs: np.ndarray) -> list[dict]:
                         start=int(r[:, 2].min()) - t_base, end=int(r[:, 3].max()) - t_base,
                         firsts=np.array(firsts) - t_base, lasts=np.array(lasts) - t_base,
                         tile_ns=(r[:, 3] - r[:, 2]).astype(np.int64)))
-    out.sort(key=lambda n: n["start"])
+    out.sort(key=lambda n: n["end"])
     return out
 
 
@@ -163,20 +165,21 @@ def summarize(nodes: list[dict]) -> dict:
         if name == "llama_resid":
             name = "o_proj" if nodes[i - 1]["kind"] == "llama_attn" else "down"
         names.append(name)
-        d = rows.setdefault(name, dict(span=[], gap=[], first_p50=[], first_max=[], last_spread=[],
+        d = rows.setdefault(name, dict(span=[], gap=[], first_p50=[], first_max=[], early=[], last_spread=[],
                                        tile_p50=[], tile_max=[], tiles=n["tiles"], blocks=n["blocks"]))
         d["span"].append((n["end"] - n["start"]) / 1e3)
         if prev_end is not None:
             d["gap"].append((n["start"] - prev_end) / 1e3)
             d["first_p50"].append((np.median(n["firsts"]) - prev_end) / 1e3)
             d["first_max"].append((n["firsts"].max() - prev_end) / 1e3)
+            d["early"].append(int((n["firsts"] < prev_end).sum()))  # blocks that started before it ended
         d["last_spread"].append((n["end"] - np.median(n["lasts"])) / 1e3)
         d["tile_p50"].append(np.median(n["tile_ns"]) / 1e3)
         d["tile_max"].append(n["tile_ns"].max() / 1e3)
         prev_end = n["end"]
     summary = {k: {m: (statistics.median(v) if isinstance(v, list) and v else v) for m, v in d.items()}
                for k, d in rows.items()}
-    summary["_step_us"] = (nodes[-1]["end"] - nodes[0]["start"]) / 1e3
+    summary["_step_us"] = (nodes[-1]["end"] - min(n["start"] for n in nodes)) / 1e3
     summary["_order"] = names
     return summary
 
@@ -224,13 +227,15 @@ def main() -> None:
     print(f"call to first tile {[round(r['_launch_to_first_us'], 1) for r in results]} us, "
           f"last tile to return {[round(r['_last_to_return_us'], 1) for r in results]} us")
     print(f"{'node':8s} {'tiles':>5s} {'blocks':>6s} {'span':>7s} {'gap':>6s} {'1st p50':>7s} {'1st max':>7s} "
-          f"{'tail':>6s} {'tile p50':>8s} {'tile max':>8s}   (us, medians over the layers)")
+          f"{'early':>5s} {'tail':>6s} {'tile p50':>8s} {'tile max':>8s}   (us, medians over the layers; early: "
+          f"blocks that started before the node before ended)")
     for k in ("llama_embed", "llama_qkv", "llama_attn", "o_proj", "llama_swiglu", "down", "llama_logits"):
         d = last.get(k)
         if not d:
             continue
         print(f"{k.replace('llama_', ''):8s} {d['tiles']:5d} {d['blocks']:6d} {d['span']:7.1f} {d['gap'] or 0:6.1f} "
-              f"{d['first_p50'] or 0:7.1f} {d['first_max'] or 0:7.1f} {d['last_spread']:6.1f} {d['tile_p50']:8.1f} "
+              f"{d['first_p50'] or 0:7.1f} {d['first_max'] or 0:7.1f} {d['early'] or 0:5.0f} {d['last_spread']:6.1f} "
+              f"{d['tile_p50']:8.1f} "
               f"{d['tile_max']:8.1f}")
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1, default=float))
