@@ -1,9 +1,9 @@
 """gpuos's Llama decoding against transformers' own LlamaForCausalLM with the same weights.
 
-    python check_reference.py MODEL_DIR [--prompt-len 32] [--steps 64] [--json OUT]
+    python check_reference.py MODEL_DIR [--prompt-len 32] [--steps 64] [--json OUT] [--ops-dir DIR]
 
 Both decode greedily from the same random prompt: transformers in bfloat16 (the reference), gpuos with
-examples/llama/ops. Reported:
+examples/llama/ops (or --ops-dir). Reported:
 - `same_tokens`: how many generated tokens agree before the first difference (target: >= 32);
 - `forced_same_tokens`: with gpuos fed the reference's tokens (teacher forcing), at how many of the steps
   it chooses the reference's token; each difference with the reference's own top-2 margin there;
@@ -60,7 +60,7 @@ def forced_fp32(model_dir: str, seq: list[int], first: int) -> torch.Tensor:
     return out
 
 
-def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int],
+def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int], ops_dir: str | None = None,
               **runtime) -> tuple[list[int], torch.Tensor, list[int], dict]:
     """Greedy decoding by the gpuos engine, twice on one runtime: free running (tokens, each step's
     logits), then fed forced[s - 1] at step s instead of its own last token (teacher forcing: its tokens).
@@ -70,7 +70,9 @@ def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int],
 
     with gpuos.Runtime(**runtime) as rt:
         t0 = time.perf_counter()
-        eng = Engine(rt, model_dir, slots=1, max_pos=max(64, -(-(len(prompt) + steps) // 64) * 64), keep_logits=True)
+        kw = {"ops_dir": ops_dir} if ops_dir else {}
+        eng = Engine(rt, model_dir, slots=1, max_pos=max(64, -(-(len(prompt) + steps) // 64) * 64), keep_logits=True,
+                     **kw)
         t1 = time.perf_counter()
 
         def decode(feeds: list[int] | None) -> tuple[list[int], list[torch.Tensor]]:
@@ -92,7 +94,8 @@ def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int],
     return toks, torch.stack(logits), forced_toks, {"load_s": t1 - t0, "decode_s": t2 - t1}
 
 
-def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1, **runtime) -> dict:
+def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1, ops_dir: str | None = None,
+            **runtime) -> dict:
     import json as _json
     from pathlib import Path
 
@@ -100,7 +103,7 @@ def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1
     g = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, vocab, (prompt_len,), generator=g).tolist()
     ref_toks, ref_logits = reference(model_dir, prompt, steps)
-    gp_toks, gp_logits, forced_toks, timing = run_gpuos(model_dir, prompt, steps, ref_toks, **runtime)
+    gp_toks, gp_logits, forced_toks, timing = run_gpuos(model_dir, prompt, steps, ref_toks, ops_dir, **runtime)
     same = next((i for i, (a, b) in enumerate(zip(ref_toks, gp_toks)) if a != b), steps)
     # Contexts agree for the steps up to and including the first differing token.
     n = min(steps, same + 1)
@@ -149,8 +152,9 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--ops-dir", help="the operators' directory (default: ops/ beside this file)")
     a = ap.parse_args()
-    r = compare(a.model_dir, a.prompt_len, a.steps, a.seed)
+    r = compare(a.model_dir, a.prompt_len, a.steps, a.seed, a.ops_dir)
     text = json.dumps(r, indent=1)
     if a.json:
         with open(a.json, "w") as f:
