@@ -664,8 +664,8 @@ __device__ void finish(const LaunchParams& p, BlockShared& sh, void* smem, TaskR
 /// Most tiles one claim takes, unless DeviceState::max_batch says otherwise.
 inline constexpr uint32_t kMaxBatch = 32;
 /// A claim takes (tiles left) / (kClaimSpread x grid) tiles, at least 1, at most the batch bound, unless
-/// DeviceState::claim_spread says otherwise: one tile at a time for a task of up to ~34k tiles on a
-/// 528-block grid (128M floats), larger batches only for larger tasks, so that one claim word is not
+/// DeviceState::claim_spread says otherwise: one tile at a time for a task of up to ~17k tiles on a
+/// 264-block grid (64M floats), larger batches only for larger tasks, so that one claim word is not
 /// hit too often. On an H100 (add 64M / 256M, gpuos / direct; docs/benchmarks.md, Large task): spread 1
 /// 0.90 / 0.93, 16 0.94 / 0.98, 64 0.94 / 0.99, the same as one tile per claim.
 inline constexpr uint32_t kClaimSpread = 64;

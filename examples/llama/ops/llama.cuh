@@ -138,10 +138,9 @@ __device__ __forceinline__ float block_row_scale(const Input& in, unsigned g, fl
 /// of each of its two rows and 8 consecutive inputs: logical k 2t, 2t+1, 2t+8, 2t+9 of the first mma are
 /// k 8t..8t+3 of the block, of the second 8t+4..8t+7 (t = lane % 4). A and B use the same permutation,
 /// so the sum is unchanged.
-/// kAhead blocks of 32 k have their weights in flight per lane at a time (each costs 8 registers under
-/// the 64-register bound); the first are asked for before the RMSNorm's sums, whose round trip they
-/// overlap. Uses 4 KiB of `smem` for the reduction over warps, 512 B after it for `out` and 256 B after
-/// that for the sums; all threads enter.
+/// kAhead blocks of 32 k have their weights in flight per lane at a time (8 registers each); the first
+/// are asked for before the RMSNorm's sums, whose round trip they overlap. Uses 4 KiB of `smem` for the
+/// reduction over warps, 512 B after it for `out` and 256 B after that for the sums; all threads enter.
 template <unsigned kAhead = 2>
 __device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, const Input& in, float* smem) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
