@@ -215,8 +215,8 @@ class Engine:
                 "<8QI4x", P(L["qkv"]), P(self.x), P(self.ss[2 * i]), P(L["norm1"]), P(self.q), kv, P(self.rows),
                 P(self.dims), R)))
             T.append(gpuos.Task(op["llama_attn"], R * c.kv_heads * self.splits, struct.pack(
-                "<7QIIf4x", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
-                self.splits, self.chunk, HEAD_DIM ** -0.5)))
+                "<7QIIfI", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
+                self.splits, self.chunk, HEAD_DIM ** -0.5, c.kv_heads)))
             T.append(gpuos.Task(op["llama_resid"], c.hidden // 16, struct.pack(
                 "<4Q3I4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
                 R)))

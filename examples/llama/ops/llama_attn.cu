@@ -20,15 +20,16 @@ struct LlamaAttnArgs {
   unsigned splits;        // chunks per row: splits * chunk >= max_pos
   unsigned chunk;         // positions per tile, <= 64
   float scale;            // 1 / sqrt(64)
+  unsigned kv_heads;      // Dims::kv_heads, here so that the row's load need not wait for the dimensions'
 };
 
 __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c) {
   using namespace llama;
   const Dims& d = *a.dims;
-  const unsigned group = d.heads / d.kv_heads;  // <= 8
-  const unsigned split = c.tile % a.splits, kvh = (c.tile / a.splits) % d.kv_heads,
-                 r = c.tile / (a.splits * d.kv_heads);
+  const unsigned split = c.tile % a.splits, kvh = (c.tile / a.splits) % a.kv_heads,
+                 r = c.tile / (a.splits * a.kv_heads);
   const Row row = a.rows[r];
+  const unsigned group = d.heads / a.kv_heads;  // <= 8
   const int len = row.slot >= 0 ? (row.pos < static_cast<int>(d.max_pos) ? row.pos + 1 : static_cast<int>(d.max_pos)) : 0;
   const int c0 = static_cast<int>(split * a.chunk);
   const int n = len - c0 < static_cast<int>(a.chunk) ? (len - c0 > 0 ? len - c0 : 0) : static_cast<int>(a.chunk);
@@ -42,32 +43,50 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   float* stat = s + 8u * 64u;
   float* os = stat + 16u;
   unsigned* flag = reinterpret_cast<unsigned*>(os + 8u * kHeadDim);
-  const unsigned long long plane = static_cast<unsigned long long>(d.slots) * d.kv_heads * d.max_pos * kHeadDim;
-  const bf16* kbase = a.kv + ((static_cast<unsigned long long>(row.slot >= 0 ? row.slot : 0) * d.kv_heads + kvh) *
+  const unsigned long long plane = static_cast<unsigned long long>(d.slots) * a.kv_heads * d.max_pos * kHeadDim;
+  const bf16* kbase = a.kv + ((static_cast<unsigned long long>(row.slot >= 0 ? row.slot : 0) * a.kv_heads + kvh) *
                                   d.max_pos + c0) * kHeadDim;
   const bf16* vbase = kbase + plane;
   const bf16* qrow = a.q + static_cast<unsigned long long>(r) * d.heads * kHeadDim + kvh * group * kHeadDim;
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) qs[j] = bf2f(qrow[j]);
+  static_assert(8u * kHeadDim <= 2u * GPUOS_BLOCK_THREADS && 4u * 64u == GPUOS_BLOCK_THREADS);
+  // Every load the chunk's result depends on is asked for at once, so that their round trips overlap:
+  // the group's queries (at most two per thread); a quarter of the key row of position p = threadIdx.x / 4
+  // (16 dimensions, 2 loads of 16 B); and the values this thread weighs later, (h, dim) = (j / 64, j % 64)
+  // for j = threadIdx.x (group * 64 <= 256 for group <= 4; a larger group's other threads load theirs
+  // below).
+  const unsigned nq = group * kHeadDim, j1 = threadIdx.x + GPUOS_BLOCK_THREADS;
+  const bf16 q0 = threadIdx.x < nq ? qrow[threadIdx.x] : bf16{}, q1 = j1 < nq ? qrow[j1] : bf16{};
+  const unsigned vdim = threadIdx.x % kHeadDim;
+  bf16 vpre[64];
+#pragma unroll
+  for (int p = 0; p < 64; ++p)
+    vpre[p] = p < n ? vbase[static_cast<unsigned long long>(p) * kHeadDim + vdim] : bf16{};
+  const unsigned kp = threadIdx.x >> 2, kq = threadIdx.x & 3u;  // position, quarter of its key row
+  uint4 kr[2] = {};
+  if (static_cast<int>(kp) < n) {
+    const uint4* src = reinterpret_cast<const uint4*>(kbase + static_cast<unsigned long long>(kp) * kHeadDim) + 2u * kq;
+    kr[0] = src[0];
+    kr[1] = src[1];
+  }
+  if (threadIdx.x < nq) qs[threadIdx.x] = bf2f(q0);
+  if (j1 < nq) qs[j1] = bf2f(q1);
   __syncthreads();
 
-  // Scores: thread p < n takes position p, its key row in 8 loads of 16 B issued together.
-  if (static_cast<int>(threadIdx.x) < n) {
-    const uint4* kp = reinterpret_cast<const uint4*>(kbase + static_cast<unsigned long long>(threadIdx.x) * kHeadDim);
-    uint4 kr[8];
+  // Scores: the 4 threads of position p < n (adjacent lanes) each sum their quarter, then add the
+  // quarters in a fixed tree.
+  for (unsigned h = 0; h < group; ++h) {
+    const float* qh = qs + h * kHeadDim + 16u * kq;
+    float v = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) kr[i] = kp[i];
-    for (unsigned h = 0; h < group; ++h) {
-      const float* qh = qs + h * kHeadDim;
-      float v = 0.0f;
+    for (int i = 0; i < 2; ++i) {
+      const unsigned* w = &kr[i].x;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const unsigned* w = &kr[i].x;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) v += qh[8 * i + 2 * j] * lo2f(w[j]) + qh[8 * i + 2 * j + 1] * hi2f(w[j]);
-      }
-      s[h * 64u + threadIdx.x] = v * a.scale;
+      for (int j = 0; j < 4; ++j) v += qh[8 * i + 2 * j] * lo2f(w[j]) + qh[8 * i + 2 * j + 1] * hi2f(w[j]);
     }
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    v += __shfl_xor_sync(0xffffffffu, v, 2);
+    if (kq == 0 && static_cast<int>(kp) < n) s[h * 64u + kp] = v * a.scale;
   }
   __syncthreads();
   // Softmax statistics of the chunk: warp h < group takes query head h.
@@ -89,8 +108,17 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   }
   __syncthreads();
   // Unnormalized output: thread (h, dim) over the chunk's positions in order (so every step computes the
-  // same bits), the values of 16 positions loaded at a time.
-  for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
+  // same bits), with the values loaded above; a group of more than 4 heads loads the rest 16 positions
+  // at a time.
+  if (threadIdx.x < group * kHeadDim) {
+    const unsigned h = threadIdx.x / kHeadDim;
+    float o = 0.0f;
+#pragma unroll
+    for (int p = 0; p < 64; ++p)
+      if (p < n) o += s[h * 64u + p] * bf2f(vpre[p]);
+    os[threadIdx.x] = o;
+  }
+  for (unsigned j = threadIdx.x + blockDim.x; j < group * kHeadDim; j += blockDim.x) {
     const unsigned h = j / kHeadDim, dim = j % kHeadDim;
     float o = 0.0f;
     for (int p0 = 0; p0 < n; p0 += 16) {
@@ -127,7 +155,7 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned* ctr = a.count + r * d.kv_heads + kvh;
+    unsigned* ctr = a.count + r * a.kv_heads + kvh;
     const unsigned done = atomicAdd(ctr, 1u) + 1u;
     const bool last = done == used;
     if (last) *ctr = 0u;
@@ -136,39 +164,40 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   __syncthreads();
   if (!*flag) return;
   __threadfence();
-  // Warp h < group: the chunks' maximum M and the sum L of their l weighted by exp(m - M), over the
-  // chunks in lane order and a fixed tree; M and L go to stat[h].
-  if (warp < group) {
-    const float* src = a.part + (static_cast<unsigned long long>(r) * d.heads + qh0 + warp) * a.splits * (2u + kHeadDim);
-    float m = -inf();
-    for (unsigned sp = lane; sp < used; sp += 32u) m = fmaxf(m, __ldcg(src + sp * (2u + kHeadDim)));
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    float l = 0.0f;
-    if (m != -inf())
-      for (unsigned sp = lane; sp < used; sp += 32u) {
-        const float* pp = src + sp * (2u + kHeadDim);
-        l += expf(__ldcg(pp) - m) * __ldcg(pp + 1);
-      }
-    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-    if (lane == 0) {
-      stat[warp * 2u] = m;
-      stat[warp * 2u + 1u] = l;
-    }
-  }
-  __syncthreads();
-  for (unsigned j = threadIdx.x; j < group * kHeadDim; j += blockDim.x) {
+  // Thread (h, dim): the chunks' statistics and its dimension's outputs, 8 chunks' loads at a time (one
+  // round trip up to 8 chunks), folded in chunk order: M the maximum so far, L the sum of the chunks' l
+  // and o that of their o[dim], each weighted by exp(m - M) (rescaled when M grows).
+  for (unsigned j = threadIdx.x; j < nq; j += blockDim.x) {
     const unsigned h = j / kHeadDim, dim = j % kHeadDim;
     const float* src = a.part + (static_cast<unsigned long long>(r) * d.heads + qh0 + h) * a.splits * (2u + kHeadDim);
-    const float m = stat[h * 2u], l = stat[h * 2u + 1u];
-    float o = 0.0f;
-    if (m != -inf()) {
-#pragma unroll 4
-      for (unsigned sp = 0; sp < used; ++sp) {
-        const float* pp = src + sp * (2u + kHeadDim);
-        o += expf(__ldcg(pp) - m) * __ldcg(pp + 2u + dim);
+    float M = -inf(), L = 0.0f, o = 0.0f;
+    for (unsigned sp0 = 0; sp0 < used; sp0 += 8u) {
+      float m[8], l[8], v[8];
+#pragma unroll
+      for (unsigned i = 0; i < 8u; ++i) {
+        const float* pp = src + (sp0 + i) * (2u + kHeadDim);
+        const bool in = sp0 + i < used;
+        m[i] = in ? __ldcg(pp) : -inf();
+        l[i] = in ? __ldcg(pp + 1) : 0.0f;
+        v[i] = in ? __ldcg(pp + 2u + dim) : 0.0f;
       }
+      float M2 = M;
+#pragma unroll
+      for (unsigned i = 0; i < 8u; ++i) M2 = fmaxf(M2, m[i]);
+      if (M2 == -inf()) continue;  // no chunk with a score yet
+      const float c = M == -inf() ? 0.0f : expf(M - M2);
+      L *= c;
+      o *= c;
+#pragma unroll
+      for (unsigned i = 0; i < 8u; ++i) {
+        if (m[i] == -inf()) continue;
+        const float e = expf(m[i] - M2);
+        L += e * l[i];
+        o += e * v[i];
+      }
+      M = M2;
     }
-    out[j] = f2bf(l > 0.0f ? o / l : 0.0f);
+    out[j] = f2bf(L > 0.0f ? o / L : 0.0f);
   }
 }
 
