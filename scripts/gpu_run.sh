@@ -6,7 +6,8 @@
 #
 # PART: tests (every GPU suite binary), sanitize (the GPU suites under compute-sanitizer: SANITIZE_TOOLS,
 # default "memcheck racecheck synccheck"; SANITIZE_ARGS, extra arguments of each suite, e.g. a doctest
-# filter; SANITIZE_SCALE, what the suites' long loops are divided by, GPUOS_TEST_SCALE, default 100),
+# filter; SANITIZE_SUITES, the suites to run, e.g. "runtime graphs", default every one; SANITIZE_SCALE,
+# what the suites' long loops are divided by, GPUOS_TEST_SCALE, default 100),
 # run (gpuos run --ops-dir examples/ops), dispatch, throughput,
 # graph, sharing, large, hotpatch, alloc, module, python (the Python package's pytest suite and the Llama
 # example's), llama (the Llama example's server under load with operators swapped, tiny weights), soak
@@ -130,6 +131,9 @@ for part in "${parts[@]}"; do
           [ -f "$exe" ] && [ -x "$exe" ] || continue
           name=$(basename "$exe")
           case $name in gpuos_gpu_fault | gpuos_gpu_graph_fault | gpuos_gpu_faults | gpuos_gpu_watchdog | gpuos_gpu_soak) continue ;; esac
+          if [ -n "${SANITIZE_SUITES:-}" ]; then
+            case " $SANITIZE_SUITES " in *" ${name#gpuos_gpu_} "*) ;; *) continue ;; esac
+          fi
           # shellcheck disable=SC2086  # SANITIZE_ARGS: doctest filters, split on purpose
           step "$tool $name" "$logs/$tool.$name.log" env GPUOS_TEST_SCALE="${SANITIZE_SCALE:-100}" \
             "$san" --tool "$tool" --error-exitcode 9 --print-limit 50 "$exe" ${SANITIZE_ARGS:-}

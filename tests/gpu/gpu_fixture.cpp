@@ -16,7 +16,8 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
-std::size_t scaled(std::size_t n, std::size_t at_least) {
+namespace {
+std::size_t test_scale() {
   static const std::size_t scale = [] {
     const char* v = std::getenv("GPUOS_TEST_SCALE");
     if (v == nullptr || *v == '\0') return std::size_t{1};
@@ -28,7 +29,16 @@ std::size_t scaled(std::size_t n, std::size_t at_least) {
     }
     return static_cast<std::size_t>(s);
   }();
-  const std::size_t m = n / scale;
+  return scale;
+}
+}  // namespace
+
+std::chrono::milliseconds slowed(std::chrono::milliseconds d) {
+  return d * static_cast<std::chrono::milliseconds::rep>(test_scale());
+}
+
+std::size_t scaled(std::size_t n, std::size_t at_least) {
+  const std::size_t m = n / test_scale();
   return m < at_least ? (at_least < n ? at_least : n) : m;
 }
 

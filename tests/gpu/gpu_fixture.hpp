@@ -107,6 +107,9 @@ inline void await_submitters(Runtime& rt, const std::atomic<int>& running, std::
 /// scripts/gpu_run.sh's sanitize part sets the scale so that the suites finish, each case still checking
 /// what it checks on fewer tasks. Ends the process on a value that is not such a number.
 std::size_t scaled(std::size_t n, std::size_t at_least = 1);
+/// `d` multiplied by GPUOS_TEST_SCALE: how long something that takes `d` at full speed may take in the
+/// same run.
+std::chrono::milliseconds slowed(std::chrono::milliseconds d);
 
 /// After a runtime faulted or hung (its kernel ended with a fault): the next runtime in this process
 /// either works or is refused promptly with GPUOS_ERR_DEVICE_FAULT (the driver decides; recovering means

@@ -478,7 +478,9 @@ TEST_CASE("graphs: arguments set between launches apply from the next launch on,
 }
 
 TEST_CASE("graphs: launches across a generation switch and alias switches use what is current at launch") {
-  test::DeviceBuffer x(256), y(256);
+  // Every buffer before the runtime: memcheck checks a kernel's accesses against the allocations made
+  // before its launch.
+  test::DeviceBuffer x(256), y(256), y2(256);
   const auto scale_src = [](const char* name, float k) {
     return std::string(R"(
 #include "gpuos/op.cuh"
@@ -509,7 +511,6 @@ GPUOS_OPERATOR()" + name + ", ScaleArgs, tile_" + name + ")\n";
   CHECK(rt.wait(ge.launch(), 10s));
   CHECK(y0() == 3.0f);
   // Pipelined: launch, flip, launch: each launch runs the target current when it was launched.
-  test::DeviceBuffer y2(256);
   Graph g2;
   g2.add(Task::make(rt.op_id("scale"), 1, ScaleArgs{y2.get(), x.get(), 256}));
   GraphExec ge2(rt, g2);

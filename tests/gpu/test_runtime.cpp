@@ -28,7 +28,7 @@ TEST_CASE("boot, run a nop, shut down") {
 TEST_CASE("the heartbeat moves while the kernel runs") {
   Runtime rt(Options().with_residency(0, 0));  // idle, but resident: no park
   const uint64_t h0 = rt.stats().heartbeat;
-  std::this_thread::sleep_for(50ms);
+  std::this_thread::sleep_for(test::slowed(50ms));
   const uint64_t h1 = rt.stats().heartbeat;
   CHECK(h1 > h0);
 }
@@ -46,7 +46,7 @@ TEST_CASE("eight threads submit concurrently: every task runs exactly once") {
         for (int k = 0; k < kPerThread; ++k) rt.submit(once.task(size_t(i) * kPerThread + k));
       });
     for (auto& t : th) t.join();
-    CHECK(rt.drain(30s));
+    CHECK(rt.drain(test::slowed(30s)));
     const Stats s = rt.stats();
     CHECK(s.submitted == n);
     CHECK(s.completed == n);

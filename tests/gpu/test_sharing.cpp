@@ -115,7 +115,15 @@ TEST_CASE("driver calls that wait for an idle device return while gpuos serves l
     }
   });
   std::this_thread::sleep_for(20ms);
-  auto progressed = [&](size_t before) { return next.load() > before; };
+  // Whether a batch completed since `before`, waiting up to `grace` for one. Under a sanitizer
+  // (GPUOS_TEST_SCALE > 1) batches complete hundreds of times slower: the grace is what 20 ms becomes
+  // there, none at full speed.
+  const auto grace = test::slowed(20ms) - 20ms;
+  auto progressed = [&](size_t before) {
+    const auto until = std::chrono::steady_clock::now() + grace;
+    while (next.load() <= before && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+    return next.load() > before;
+  };
   size_t before = next.load();
   returns_within(rt, "cuCtxSynchronize under load", 60s, [] { GPUOS_CU_TRY(detail::drv().cuCtxSynchronize(nullptr)); });
   returns_within(rt, "cuMemAlloc + cuMemFree of 1 MiB under load", 60s, [] {
