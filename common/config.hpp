@@ -54,6 +54,9 @@ enum class Kind { flag, integer, bytes, choice, path };
     "Stream-ordered submission: how long (us) the thread answering streams' doorbells spins after its "   \
     "last doorbell or submission before it sleeps 50 us between scans (a doorbell rung after a quiet "    \
     "period then waits up to that long).")                                                                 \
+  X(sm_budget, "GPUOS_SM_BUDGET", integer, 0, 4096, "all=0", "0",                                           \
+    "SMs the resident kernel may occupy when gpuos_options.sm_budget is 0 (all or 0: every SM); the rest "  \
+    "stay free for other work. An option set in code overrides it.")                                       \
   X(drain_stall_ms, "GPUOS_DRAIN_STALL", integer, 100, 86400000, "", "30000",                               \
     "Shutdown and destroy drain every submitted task; they give up once none has completed for this "    \
     "long (ms; or the longest watchdog deadline in force, if longer): the runtime is then declared hung "  \

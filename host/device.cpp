@@ -172,9 +172,15 @@ std::uint32_t launch_geometry(CUfunction fn, const gpuos_options& o, const commo
   return grid;
 }
 
-gpuos_device_info describe_device(const gpuos_options& o) {
-  validate_options(o);
+gpuos_options with_config_defaults(gpuos_options o, const common::Config& cfg) {
+  if (o.sm_budget == 0) o.sm_budget = static_cast<std::uint32_t>(cfg.sm_budget);
+  return o;
+}
+
+gpuos_device_info describe_device(const gpuos_options& given) {
+  validate_options(given);
   const common::Config cfg = common::Config::from_env();
+  const gpuos_options o = with_config_defaults(given, cfg);
   DeviceChoice c = choose_device(o);
   CUcontext ctx = nullptr;
   GPUOS_CU_TRY(drv().cuDevicePrimaryCtxRetain(&ctx, c.dev));

@@ -56,6 +56,10 @@ CUcontext retain_primary_context(CUdevice dev, const common::Config& cfg);
 /// `grid` is left 0 (launch_geometry computes it).
 Image load_boot_image();
 
+/// The options with what the configuration supplies where they leave a choice to it (sm_budget 0:
+/// GPUOS_SM_BUDGET).
+gpuos_options with_config_defaults(gpuos_options o, const common::Config& cfg);
+
 /// The carve-out and occupancy of an image's kernel under the options: blocks per SM, at most
 /// o.blocks_per_sm when set. Returns the driver's result instead of throwing (a switch reacts to it).
 CUresult blocks_per_sm(CUfunction fn, const gpuos_options& o, const common::Config& cfg, int& per_sm);

@@ -48,6 +48,7 @@ std::uint32_t log2_of(std::uint32_t pow2) {
 }  // namespace
 
 Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(configure(o)), dev_(choose_device(o)) {
+  opts_ = with_config_defaults(opts_, cfg_);
   ctx_ = retain_primary_context(dev_.dev, cfg_);
   try {
     CtxScope scope(ctx_);

@@ -321,8 +321,8 @@ int cmd_info(const InfoConfig& c) {
   std::printf("memory        %.1f GiB (%llu bytes)\n", static_cast<double>(d.total_mem) / (1u << 30),
               static_cast<unsigned long long>(d.total_mem));
   std::printf("driver        CUDA %s\n", driver_version_text(d.driver_version).c_str());
-  std::printf("grid          %d blocks/SM, %d blocks, %d threads/block (SM budget: %s)\n", d.blocks_per_sm,
-              d.grid_blocks, d.block_threads, c.sm_budget ? std::to_string(c.sm_budget).c_str() : "all");
+  std::printf("grid          %d blocks/SM, %d blocks, %d threads/block (on %d of %d SMs)\n", d.blocks_per_sm,
+              d.grid_blocks, d.block_threads, d.blocks_per_sm > 0 ? d.grid_blocks / d.blocks_per_sm : 0, d.sm_count);
   std::printf("build         %s\n", gpuos_build_info());
   return kExitOk;
 }

@@ -56,7 +56,8 @@ typedef struct gpuos_runtime gpuos_runtime;
 typedef struct gpuos_options {
   uint32_t struct_size;    /* sizeof(gpuos_options); set by gpuos_options_init */
   int32_t device;          /* CUDA device ordinal; default 0 */
-  uint32_t sm_budget;      /* SMs the kernel may occupy; 0 = all. The rest stay free for other work. */
+  uint32_t sm_budget;      /* SMs the kernel may occupy; 0 = GPUOS_SM_BUDGET's (all when unset). The rest
+                            * stay free for other work. */
   uint32_t queue_capacity; /* ring slots, a power of two in [64, 2^22]; default 65536 */
   uint32_t blocks_per_sm;  /* 0 = as many as the occupancy calculator allows */
   /* Sharing the GPU with other CUDA code in the process (docs/design.md, "Sharing the GPU"). A kernel

@@ -145,15 +145,28 @@ TEST_CASE("submit after shutdown is refused; earlier tasks were drained and can 
   rt.shutdown();  // idempotent
 }
 
-TEST_CASE("an SM budget launches fewer blocks") {
+TEST_CASE("an SM budget launches fewer blocks; GPUOS_SM_BUDGET is the default an option overrides") {
+  Options full;
+  full.sm_budget = static_cast<std::uint32_t>(query_device().sm_count);  // every SM, whatever the environment says
   Options o;
   o.sm_budget = 8;
-  const DeviceInfo all = query_device(), some = query_device(o);
+  const DeviceInfo all = query_device(full), some = query_device(o);
   CHECK(some.grid_blocks == some.blocks_per_sm * 8);
   CHECK(some.grid_blocks < all.grid_blocks);
-  Runtime rt(o);
-  CHECK(rt.device_info().grid_blocks == some.grid_blocks);
-  CHECK(rt.wait(rt.submit(ops::nop()), 5s));
+  {
+    Runtime rt(o);
+    CHECK(rt.device_info().grid_blocks == some.grid_blocks);
+    CHECK(rt.wait(rt.submit(ops::nop()), 5s));
+  }
+  // The environment's budget applies where the options leave it 0, and an option set overrides it.
+  const char* before = std::getenv("GPUOS_SM_BUDGET");
+  const std::string saved = before ? before : "";
+  ::setenv("GPUOS_SM_BUDGET", "4", 1);
+  const DeviceInfo env4 = query_device(), opt8 = query_device(o);
+  if (before) ::setenv("GPUOS_SM_BUDGET", saved.c_str(), 1);
+  else ::unsetenv("GPUOS_SM_BUDGET");
+  CHECK(env4.grid_blocks == env4.blocks_per_sm * 4);
+  CHECK(opt8.grid_blocks == some.grid_blocks);
 }
 
 namespace {

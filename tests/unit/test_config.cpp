@@ -9,6 +9,7 @@
 
 #include "common/config.hpp"
 #include "common/error.hpp"
+#include "host/device.hpp"
 
 using namespace gpuos::common;
 
@@ -68,6 +69,18 @@ TEST_CASE("config: values of every kind are read") {
   CHECK(c.source_of("GPUOS_CLAIM_SPREAD") == Source::default_value);
   // An empty value is the default.
   CHECK(Config::from_env(env({{"GPUOS_TILE_BATCH", ""}})).tile_batch == 32);
+}
+
+TEST_CASE("config: GPUOS_SM_BUDGET fills an SM budget the options leave 0, never one they set") {
+  const Config c = Config::from_env(env({{"GPUOS_SM_BUDGET", "8"}}));
+  gpuos_options o;
+  gpuos_options_init(&o);
+  CHECK(gpuos::detail::with_config_defaults(o, c).sm_budget == 8);
+  o.sm_budget = 16;
+  CHECK(gpuos::detail::with_config_defaults(o, c).sm_budget == 16);
+  o.sm_budget = 0;
+  CHECK(gpuos::detail::with_config_defaults(o, Config::from_env(env({{"GPUOS_SM_BUDGET", "all"}}))).sm_budget == 0);
+  CHECK(gpuos::detail::with_config_defaults(o, Config::from_env(env({}))).sm_budget == 0);
 }
 
 TEST_CASE("config: a malformed value names the variable, the value and what it accepts") {
