@@ -5,7 +5,10 @@
                fastest way to the same point: a 1-element in-place add on the stream + its sync.
   matmul       a 4096 x 4096 bf16 matmul on torch's stream (CUDA-event time, median of 50): with nothing
                of gpuos, beside a runtime (sm_budget --sm-budget) serving a continuous load from another
-               thread, and beside the same runtime parked.
+               thread, and beside the same runtime parked. Each also queued: the events and the matmul
+               enqueued behind a sleep kernel of about 10 ms, so that the time between the events is the GPU's
+               alone; launched in turn, a host thread that waits for the GIL between the start event
+               and the matmul's launch adds its wait to the time measured.
 
     python bench/bench_torch.py [--sm-budget 16] [--iters 2000] [--json bench_torch.json]
 
@@ -40,10 +43,13 @@ def timed(fn, iters, warmup=100):
     return percentiles(out)
 
 
-def matmul_ms(a, b, reps=50):
+def matmul_ms(a, b, reps=50, queued=False):
+    """Median CUDA-event time of a @ b on the current stream; `queued`: behind a sleep kernel (see above)."""
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(reps + 5):
+        if queued:
+            torch.cuda._sleep(20_000_000)  # cycles: about 10 ms at 2 GHz
         start.record()
         c = a @ b
         stop.record()
@@ -73,6 +79,8 @@ def main():
     s = torch.cuda.Stream()
     # Before boot: torch's own numbers.
     result["matmul_ms_no_gpuos"] = matmul_ms(a, b)
+    result["matmul_ms_no_gpuos_queued"] = matmul_ms(a, b, queued=True)
+    result["python_switch_interval_s"] = sys.getswitchinterval()
 
     def torch_add():
         with torch.cuda.stream(s):
@@ -113,9 +121,11 @@ def main():
         stop = False
         served = [0]
 
+        batch = [gpuos.ops.axpy(x[i * 4096 :], 1.0, ones, n=4096) for i in range(64)]  # built once
+
         def load():
             while not stop:
-                t = rt.submit_batch([gpuos.ops.axpy(x[i * 4096 :], 1.0, ones, n=4096) for i in range(64)])
+                t = rt.submit_batch(batch)
                 rt.wait(t + 63, timeout=60)
                 served[0] += 64
 
@@ -124,6 +134,7 @@ def main():
         time.sleep(0.05)
         before = served[0]
         result["matmul_ms_gpuos_serving"] = matmul_ms(a, b)
+        result["matmul_ms_gpuos_serving_queued"] = matmul_ms(a, b, queued=True)
         checks.append(("gpuos kept serving during the matmuls", served[0] > before))
         stop = True
         th.join()
@@ -131,6 +142,7 @@ def main():
         checks.append(("every load task ran once", x[: 64 * 4096].eq(float(served[0] // 64)).all().item()))
         time.sleep(0.02)  # idle: the kernel parks
         result["matmul_ms_gpuos_parked"] = matmul_ms(a, b)
+        result["matmul_ms_gpuos_parked_queued"] = matmul_ms(a, b, queued=True)
         result["state_after_idle"] = "parked" if 'state="parked"' in rt.metrics() else "running"
     result["checks"] = [{"what": w, "ok": bool(ok)} for w, ok in checks]
     for k, v in result.items():
