@@ -1,6 +1,6 @@
 """Random, seeded Llama weights made by transformers (no download) and saved as safetensors.
 
-    python make_weights.py OUT_DIR --preset tiny|1b [--seed N]
+    python make_weights.py OUT_DIR --preset tiny|tiny-g8|1b [--seed N]
 
 The model is LlamaForCausalLM with transformers' own initialization under torch.manual_seed(seed); the
 RMSNorm gains, which that initialization sets to 1, are drawn from N(1, 0.1) so that they matter. Saved
@@ -20,6 +20,9 @@ PRESETS = {
     # For tests: every mechanism of the 1b shape (GQA, llama3 rope, tied head), small.
     "tiny": dict(hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
                  num_key_value_heads=2, vocab_size=1024),
+    # For tests: the most query heads per KV head the attention operator takes (8).
+    "tiny-g8": dict(hidden_size=512, intermediate_size=512, num_hidden_layers=2, num_attention_heads=8,
+                    num_key_value_heads=1, vocab_size=1024),
 }
 
 

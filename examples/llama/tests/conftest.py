@@ -24,13 +24,23 @@ def _no_gpu():
 NO_GPU = _no_gpu()
 
 
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory):
-    """The tiny Llama config's random weights (make_weights.py), made once; skips without a GPU."""
+def _model(tmp_path_factory, preset):
     if NO_GPU is not None:
         pytest.skip(f"GPU test not run: {NO_GPU}")
     from make_weights import make
 
-    d = tmp_path_factory.mktemp("tiny")
-    make(str(d), "tiny", seed=0)
+    d = tmp_path_factory.mktemp(preset)
+    make(str(d), preset, seed=0)
     return str(d)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """The tiny Llama config's random weights (make_weights.py), made once; skips without a GPU."""
+    return _model(tmp_path_factory, "tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_g8_model(tmp_path_factory):
+    """A tiny config with 8 query heads per KV head, made once; skips without a GPU."""
+    return _model(tmp_path_factory, "tiny-g8")

@@ -1,4 +1,4 @@
-"""The Llama example on the GPU: the tiny config against transformers, and the server's continuous
+"""The Llama example on the GPU: the tiny configs against transformers, and the server's continuous
 batching giving every request the answer it gets alone."""
 
 import pytest
@@ -13,6 +13,14 @@ from server import Request, Scheduler  # noqa: E402
 
 def test_tiny_model_matches_transformers(tiny_model):
     r = check_reference.compare(tiny_model, prompt_len=32, steps=64)
+    assert r["same_tokens"] >= 32, r
+    assert r["ok_err"] and r["ok_step"], r
+
+
+def test_eight_query_heads_per_kv_head_match_transformers(tiny_g8_model):
+    # Attention's threads beyond the first 4 query heads load their values apart; 32 + 64 positions
+    # take two chunks of 64, so the chunks' combination runs too.
+    r = check_reference.compare(tiny_g8_model, prompt_len=32, steps=64)
     assert r["same_tokens"] >= 32, r
     assert r["ok_err"] and r["ok_step"], r
 
