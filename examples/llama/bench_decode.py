@@ -117,8 +117,8 @@ def gpuos_decode(model_dir: str, batches: list[int], prompt_len: int, new: int, 
 
     res = {}
     with gpuos.Runtime() as rt:
-        kw = {"ops_dir": ops_dir} if ops_dir else {}
-        eng = Engine(rt, model_dir, slots=max(batches), max_pos=max(64, -(-(prompt_len + new + 8) // 64) * 64), **kw)
+        eng = Engine(rt, model_dir, slots=max(batches), max_pos=max(64, -(-(prompt_len + new + 8) // 64) * 64),
+                     ops_dir=ops_dir)
         g = torch.Generator().manual_seed(0)
         for B in batches:
             eng.graph(B)

@@ -70,9 +70,8 @@ def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int], 
 
     with gpuos.Runtime(**runtime) as rt:
         t0 = time.perf_counter()
-        kw = {"ops_dir": ops_dir} if ops_dir else {}
         eng = Engine(rt, model_dir, slots=1, max_pos=max(64, -(-(len(prompt) + steps) // 64) * 64), keep_logits=True,
-                     **kw)
+                     ops_dir=ops_dir)
         t1 = time.perf_counter()
 
         def decode(feeds: list[int] | None) -> tuple[list[int], list[torch.Tensor]]:

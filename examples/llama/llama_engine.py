@@ -122,13 +122,13 @@ class Engine:
     """The model on a gpuos runtime: its buffers, its operators and a step graph per row count.
 
     `slots` sequences can be in flight, each up to `max_pos` tokens. Operators are loaded from `ops_dir`
-    (the runtime's watcher may reload them there while serving: the graphs name operators by id, so a
+    (None: OPS_DIR, the ops/ beside this file; the runtime's watcher may reload them there while serving: the graphs name operators by id, so a
     new generation's code runs from the next launch on). Not thread-safe: one caller runs steps.
     """
 
     def __init__(self, rt: gpuos.Runtime, model_dir: str | os.PathLike, *, slots: int = 8, max_pos: int = 1024,
                  chunk: int = 64, keep_logits: bool = False, load_ops: bool = True,
-                 ops_dir: str | os.PathLike = OPS_DIR):
+                 ops_dir: str | os.PathLike | None = None):
         import torch
         from safetensors.torch import load_file
 
@@ -196,7 +196,7 @@ class Engine:
 
         if load_ops:
             for name in OP_NAMES:
-                rt.load_operator_file(str(Path(ops_dir) / f"{name}.cu"))
+                rt.load_operator_file(str(Path(ops_dir or OPS_DIR) / f"{name}.cu"))
         self.op = {name: rt.op_id(name) for name in OP_NAMES}
         self._graphs: dict[tuple, gpuos.GraphExec] = {}
         self._lock = threading.Lock()

@@ -10,7 +10,7 @@ opts = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
 ops_dir = opts.pop("ops_dir", None)
 only = opts.pop("points", None)  # e.g. [82]: just the whole step
 with gpuos.Runtime(**opts) as rt:
-    eng = Engine(rt, model_dir, slots=8, max_pos=256, **({"ops_dir": ops_dir} if ops_dir else {}))
+    eng = Engine(rt, model_dir, slots=8, max_pos=256, ops_dir=ops_dir)
     L = eng.cfg.layers
     rows = [(1, 40 + i, i, 0.0, 0) for i in range(R)]
     points = only or list(range(1, 12)) + [1 + 5 * l for l in range(3, L + 1)] + [2 + 5 * L]
