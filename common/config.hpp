@@ -57,6 +57,10 @@ enum class Kind { flag, integer, bytes, choice, path };
   X(sm_budget, "GPUOS_SM_BUDGET", integer, 0, 4096, "all=0", "0",                                           \
     "SMs the resident kernel may occupy when gpuos_options.sm_budget is 0 (all or 0: every SM); the rest "  \
     "stay free for other work. An option set in code overrides it.")                                       \
+  X(deadline_scale, "GPUOS_DEADLINE_SCALE", integer, 1, 1000, "", "1",                                      \
+    "Multiplies every watchdog deadline (the runtime's, an operator's, a task's; and so the drain's stall " \
+    "bound where a deadline sets it), for runs under tools that slow the GPU: compute-sanitizer runs "     \
+    "operators 10-100 times slower. 1 outside such runs.")                                                 \
   X(drain_stall_ms, "GPUOS_DRAIN_STALL", integer, 100, 86400000, "", "30000",                               \
     "Shutdown and destroy drain every submitted task; they give up once none has completed for this "    \
     "long (ms; or the longest watchdog deadline in force, if longer): the runtime is then declared hung "  \

@@ -64,7 +64,7 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
     // device dispatches through), so a boot image with more operators than the built-ins is usable.
     for (const TableRow& r : read_jump_table(boot.module)) registry_.accept().accept(r.id, r.arg_bytes);
     kernel_ = std::make_unique<ResidentKernel>(ctx_, *images_, run_, cfg_, log2_of(opts_.queue_capacity));
-    deadlines_ = std::make_unique<Deadlines>(opts_.deadline_ms);
+    deadlines_ = std::make_unique<Deadlines>(opts_.deadline_ms, static_cast<std::uint32_t>(cfg_.deadline_scale));
     submitter_ = std::make_unique<Submitter>(kernel_->queue(), run_, registry_.accept(), *deadlines_);
     streams_ = std::make_unique<StreamSubmitter>(ctx_, *submitter_, run_,
                                                  std::chrono::microseconds(cfg_.stream_spin_us));

@@ -10,8 +10,12 @@
 namespace gpuos::detail {
 
 // ---- deadlines ------------------------------------------------------------------------------------------
-Deadlines::Deadlines(std::uint32_t runtime_ms) : runtime_ms_(runtime_ms) {
+Deadlines::Deadlines(std::uint32_t runtime_ms, std::uint32_t scale) : runtime_ms_(runtime_ms), scale_(scale) {
   for (auto& m : op_ms_) m.store(0, std::memory_order_relaxed);
+}
+
+std::uint32_t Deadlines::scaled(std::uint32_t ms) const {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(std::uint64_t{ms} * scale_, UINT32_MAX));
 }
 
 void Deadlines::set_op(std::uint32_t op, std::uint32_t ms) {
@@ -27,10 +31,10 @@ void Deadlines::set_task(std::uint64_t ticket, std::uint32_t ms) {
 std::uint32_t Deadlines::of(std::uint64_t ticket, std::uint32_t op) const {
   if (have_tasks_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = task_ms_.find(ticket); it != task_ms_.end()) return it->second;
+    if (auto it = task_ms_.find(ticket); it != task_ms_.end()) return scaled(it->second);
   }
   const std::uint32_t o = op_ms_[op % GPUOS_MAX_OPS].load(std::memory_order_relaxed);
-  return o != 0 ? o : runtime_ms_;
+  return scaled(o != 0 ? o : runtime_ms_);
 }
 
 void Deadlines::forget_below(std::uint64_t retired) {
@@ -45,7 +49,7 @@ std::uint32_t Deadlines::longest() const {
   for (const auto& o : op_ms_) m = std::max(m, o.load(std::memory_order_relaxed));
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& kv : task_ms_) m = std::max(m, kv.second);
-  return m;
+  return scaled(m);
 }
 
 namespace {

@@ -32,24 +32,27 @@
 
 namespace gpuos::detail {
 
-/// The deadlines in force: per task (by ticket), per operator (by jump-table slot), and the runtime's.
-/// Thread-safe.
+/// The deadlines in force: per task (by ticket), per operator (by jump-table slot), and the runtime's,
+/// each multiplied by `scale` where it is read (GPUOS_DEADLINE_SCALE). Thread-safe.
 class Deadlines {
  public:
-  explicit Deadlines(std::uint32_t runtime_ms);
+  Deadlines(std::uint32_t runtime_ms, std::uint32_t scale);
   /// 0 restores the runtime's.
   void set_op(std::uint32_t op, std::uint32_t ms);
   /// Before the ticket is published (Submitter), so that no call of it is judged by another deadline.
   void set_task(std::uint64_t ticket, std::uint32_t ms);
-  /// The deadline of a call of `op` for `ticket` in ms (0: none).
+  /// The deadline of a call of `op` for `ticket` in ms, scaled (0: none).
   std::uint32_t of(std::uint64_t ticket, std::uint32_t op) const;
   /// Forgets the tasks' deadlines below `retired` (they cannot run any more).
   void forget_below(std::uint64_t retired);
-  /// The longest deadline in force anywhere (for the drain's stall bound).
+  /// The longest deadline in force anywhere, scaled (for the drain's stall bound).
   std::uint32_t longest() const;
 
  private:
+  std::uint32_t scaled(std::uint32_t ms) const;
+
   const std::uint32_t runtime_ms_;
+  const std::uint32_t scale_;
   std::atomic<std::uint32_t> op_ms_[GPUOS_MAX_OPS];
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::uint32_t> task_ms_;

@@ -8,7 +8,8 @@
 # default "memcheck racecheck synccheck"; SANITIZE_ARGS, extra arguments of each suite, e.g. a doctest
 # filter; SANITIZE_SUITES, the suites to run, e.g. "runtime graphs", default every one; SANITIZE_SCALE,
 # what the suites' long loops are divided by, GPUOS_TEST_SCALE, default 100; SANITIZE_SMS, the SMs the
-# resident kernel occupies, GPUOS_SM_BUDGET, default 8: the tools slow every thread that runs),
+# resident kernel occupies, GPUOS_SM_BUDGET, default 8: the tools slow every thread that runs; the
+# watchdog's deadlines are multiplied by the scale too, GPUOS_DEADLINE_SCALE),
 # run (gpuos run --ops-dir examples/ops), dispatch, throughput,
 # graph, sharing, large, hotpatch, alloc, module, python (the Python package's pytest suite and the Llama
 # example's), llama (the Llama example's server under load with operators swapped, tiny weights), soak
@@ -136,7 +137,8 @@ for part in "${parts[@]}"; do
             case " $SANITIZE_SUITES " in *" ${name#gpuos_gpu_} "*) ;; *) continue ;; esac
           fi
           # shellcheck disable=SC2086  # SANITIZE_ARGS: doctest filters, split on purpose
-          step "$tool $name" "$logs/$tool.$name.log" env GPUOS_TEST_SCALE="${SANITIZE_SCALE:-100}" GPUOS_SM_BUDGET="${SANITIZE_SMS:-8}" \
+          step "$tool $name" "$logs/$tool.$name.log" env GPUOS_TEST_SCALE="${SANITIZE_SCALE:-100}" GPUOS_DEADLINE_SCALE="${SANITIZE_SCALE:-100}" \
+            GPUOS_SM_BUDGET="${SANITIZE_SMS:-8}" \
             "$san" --tool "$tool" --error-exitcode 9 --print-limit 50 "$exe" ${SANITIZE_ARGS:-}
           grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|test cases:" "$logs/$tool.$name.log" | tail -n 2 | sed 's/^/    /' >>"$summary"
         done

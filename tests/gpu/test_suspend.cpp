@@ -52,21 +52,21 @@ TEST_CASE("50 suspend/resume cycles while 4 threads submit: every task exactly o
 }
 
 TEST_CASE("a suspend while a large multi-tile task runs: it finishes once, exactly") {
-  constexpr size_t n = 64u << 20;
+  const size_t n = test::scaled(64u << 20, 1u << 20);  // at least 256 tiles of 4,096 elements
   test::DeviceBuffer a(n), y(n);
   const auto ha = test::random_floats(n, 5);
   a.upload(ha);
   {
     Runtime rt;
-    CHECK(rt.wait(rt.submit(ops::fill(y.get(), 0.0f, n)), 10s));
+    CHECK(rt.wait(rt.submit(ops::fill(y.get(), 0.0f, n)), test::slowed(10s)));
     for (int r = 0; r < 8; ++r) {
       // Tasks on one buffer must not overlap (tasks are unordered): wait for each.
       const Ticket t = rt.submit(ops::axpy(y.get(), 1.0f, a.get(), n));
       if (r % 2 == 1) {
-        rt.suspend();  // lands while the 16384 tiles are being run
+        rt.suspend();  // lands while the tiles are being run
         rt.resume();
       }
-      CHECK(rt.wait(t, 30s));
+      CHECK(rt.wait(t, test::slowed(30s)));
     }
   }
   const auto h = y.download();

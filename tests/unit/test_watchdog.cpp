@@ -27,7 +27,7 @@ bool has(const std::string& s, const std::string& what) { return s.find(what) !=
 }  // namespace
 
 TEST_CASE("watchdog deadlines: a task's own, else its operator's, else the runtime's") {
-  Deadlines d(1000);
+  Deadlines d(1000, 1);
   CHECK(d.of(5, 9) == 1000);
   d.set_op(9, 300);
   CHECK(d.of(5, 9) == 300);
@@ -42,13 +42,25 @@ TEST_CASE("watchdog deadlines: a task's own, else its operator's, else the runti
   CHECK(d.of(5, 9) == 300);
   d.set_op(9, 0);  // back to the runtime's
   CHECK(d.of(5, 9) == 1000);
-  Deadlines none(0);
+  Deadlines none(0, 1);
   CHECK(none.of(1, 1) == 0);
   CHECK(none.longest() == 0);
 }
 
+TEST_CASE("watchdog deadlines: GPUOS_DEADLINE_SCALE multiplies each one read, without overflow") {
+  Deadlines d(1000, 50);
+  CHECK(d.of(5, 9) == 50000);
+  d.set_op(9, 300);
+  CHECK(d.of(5, 9) == 15000);
+  d.set_task(5, 0xffffffffu);
+  CHECK(d.of(5, 9) == 0xffffffffu);  // saturates
+  CHECK(d.longest() == 0xffffffffu);
+  Deadlines none(0, 50);
+  CHECK(none.of(1, 1) == 0);  // no deadline stays none
+}
+
 TEST_CASE("watchdog judgment: the same call ages from the copy that first saw it; a new call starts over") {
-  Deadlines d(100);
+  Deadlines d(100, 1);
   BlockWatch w;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<uint16_t> sm{3, 7};
@@ -74,7 +86,7 @@ TEST_CASE("watchdog judgment: the same call ages from the copy that first saw it
 }
 
 TEST_CASE("watchdog judgment: no deadline, a task's longer deadline, finish functions and the report") {
-  Deadlines d(0);
+  Deadlines d(0, 1);
   BlockWatch w;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<uint16_t> sm{0, 0xffff, 2};
