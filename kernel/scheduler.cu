@@ -1348,10 +1348,12 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
         op = nullptr;  // no finish function; its writes are none
       }
     }
+    // Read before the barrier: past it, a warp that reaches the next item copies the item after that
+    // one's payload into this one's place (role_fetch_node) while other warps may still be here.
+    const uint32_t tiles = pl.tiles;
     wait_async();
     __syncthreads();  // the tiles' writes for the whole block; the next items' words
     if (early && tid == 0) await_state.ok = 1;  // every thread read it before the barrier
-    const uint32_t tiles = pl.tiles;
     const bool whole = !claiming && it.count == tiles;
     // A chunk of a spread node that nothing waits for the end of (no finish function, not a sink):
     // counted without learning whether it was the last, its first chunk adding the node's + 1.
