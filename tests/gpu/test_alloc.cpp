@@ -1,7 +1,8 @@
 // The device heap as users reach it: gpuos_alloc / gpuos_free from the host (served by the resident
 // kernel), gpuos::dev::malloc / free from operators running inside it, statistics and the invariant
 // checker, misuse, exhaustion, and the heap's survival of suspend/resume. The runtime boots the test
-// image (tests/gpu/alloc_image.cu): the resident kernel plus operators that use the heap.
+// image (tests/gpu/alloc_image.cu): the resident kernel plus operators that use the heap. Under
+// GPUOS_TEST_SCALE the long loops are shorter and the time bounds longer (gpu_fixture.hpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -75,12 +76,21 @@ std::vector<unsigned char> pattern(uint64_t bytes, uint32_t tag) {
 
 bool aligned(const void* p, uint64_t a) { return reinterpret_cast<uint64_t>(p) % a == 0; }
 
+/// Sleeps `d`, then polls `done` until it holds or test::slowed(d) has passed in all: at full scale a
+/// sleep of `d`; under a sanitizer up to GPUOS_TEST_SCALE times longer while what it waits for lags.
+template <class Done>
+void settle(std::chrono::milliseconds d, Done done) {
+  const auto end = Clock::now() + test::slowed(d);
+  std::this_thread::sleep_for(d);
+  while (!done() && Clock::now() < end) std::this_thread::sleep_for(1ms);
+}
+
 }  // namespace
 
 TEST_CASE("host alloc/free: the block works with CUDA copies and as an operator argument") {
   Runtime rt;
   const DeviceInfo info = rt.device_info();
-  const size_t n = 1u << 20;
+  const size_t n = test::scaled(1u << 20, 1u << 16);  // 256 tiles of 4,096 floats at full scale, at least 16
   float* x = rt.alloc_array<float>(n);
   float* y = rt.alloc_array<float>(n);
   REQUIRE(x != nullptr);
@@ -89,8 +99,8 @@ TEST_CASE("host alloc/free: the block works with CUDA copies and as an operator 
   CHECK(x != y);
   const std::vector<float> h = test::random_floats(n, 11);
   test::copy_to_device(x, h.data(), n * sizeof(float));
-  CHECK(rt.wait(rt.submit(ops::copy(y, x, n)), 10s));
-  CHECK(rt.wait(rt.submit(ops::axpy(y, 2.0f, x, n)), 10s));
+  CHECK(rt.wait(rt.submit(ops::copy(y, x, n)), test::slowed(10s)));
+  CHECK(rt.wait(rt.submit(ops::axpy(y, 2.0f, x, n)), test::slowed(10s)));
   std::vector<float> got(n);
   test::copy_to_host(got.data(), y, n * sizeof(float));
   size_t wrong = 0;
@@ -192,7 +202,7 @@ TEST_CASE("out of memory: an error (host) or null (device) at once, never a hang
   Runtime rt(Options().with_heap(64ull << 20));
   auto t0 = Clock::now();
   CHECK(status_of([&] { rt.alloc(1ull << 30); }) == GPUOS_ERR_OUT_OF_MEMORY);
-  CHECK(Clock::now() - t0 < 1s);
+  CHECK(Clock::now() - t0 < test::slowed(1s));
   CHECK(rt.heap_stats().too_large == 1);
 
   // Host: 64 KiB blocks until the first failure.
@@ -219,12 +229,12 @@ TEST_CASE("out of memory: an error (host) or null (device) at once, never a hang
   auto** heads = reinterpret_cast<void**>(head_slots.get());
   t0 = Clock::now();
   REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_EXHAUST, tiles, alloc_exhaust_args{ctr.get(), heads, 4096, 100000, 0})),
-                  60s));
+                  test::slowed(60s)));
   const double dev_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const HeapStats full = rt.heap_stats();
   require_heap_ok(rt);
   REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_EXHAUST, tiles, alloc_exhaust_args{ctr.get(), heads, 4096, 100000, 1})),
-                  60s));
+                  test::slowed(60s)));
   const std::vector<uint64_t> c = ctr.read();
   const double dev_frac = static_cast<double>(c[1]) / (64ull << 20);
   MESSAGE("device fill with 4 KiB blocks: " << c[0] << " blocks, " << 100 * dev_frac << "% of the pool requested, "
@@ -245,15 +255,18 @@ TEST_CASE("many warps allocate, write, verify and free concurrently inside the r
     CAPTURE(flags);
     Counters ctr;
     Runtime rt(Options().with_heap(256ull << 20, flags));
-    const uint32_t tiles = static_cast<uint32_t>(rt.device_info().sm_count);
-    const uint32_t iters = 48, tasks = 4;
+    // A tile per SM, 48 iterations (a swap with the neighbour lane every 4th) at full scale.
+    const uint32_t tiles = static_cast<uint32_t>(test::scaled(static_cast<size_t>(rt.device_info().sm_count), 4));
+    const uint32_t iters = static_cast<uint32_t>(test::scaled(48, 8)), tasks = 4;
     // Host threads allocate and free at the same time, through the same heap.
+    constexpr int kHostThreads = 2;
+    const int host_iters = static_cast<int>(test::scaled(150, 16));
     std::atomic<bool> host_ok{true};
     std::vector<std::thread> host;
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kHostThreads; ++h) {
       host.emplace_back([&, h] {
         std::mt19937 rng(h);
-        for (int i = 0; i < 150; ++i) {
+        for (int i = 0; i < host_iters; ++i) {
           void* p = rt.alloc(1 + rng() % 100000, 16u << (rng() % 5));
           if (!p) host_ok = false;
           rt.free(p);
@@ -263,7 +276,7 @@ TEST_CASE("many warps allocate, write, verify and free concurrently inside the r
     std::vector<Ticket> ts;
     for (uint32_t k = 0; k < tasks; ++k)
       ts.push_back(rt.submit(Task::make(ALLOC_TEST_STRESS, tiles, alloc_stress_args{ctr.get(), iters, 2048, 100 + k, 8})));
-    for (Ticket t : ts) REQUIRE(rt.wait(t, 120s));
+    for (Ticket t : ts) REQUIRE(rt.wait(t, test::slowed(120s)));
     for (auto& th : host) th.join();
     CHECK(host_ok);
     const std::vector<uint64_t> c = ctr.read();
@@ -277,7 +290,7 @@ TEST_CASE("many warps allocate, write, verify and free concurrently inside the r
     CHECK(s.used_blocks == 0);
     CHECK(s.used_bytes == 0);
     CHECK(s.allocs == s.frees);
-    CHECK(s.allocs == c[1] + 300);
+    CHECK(s.allocs == c[1] + uint64_t(kHostThreads) * host_iters);
     CHECK(s.bad_free + s.double_free == 0);
     require_heap_ok(rt);
   }
@@ -293,7 +306,7 @@ TEST_CASE("the heap survives suspend/resume: host and device blocks, their conte
   const std::vector<float> data = test::random_floats((1u << 20) / 4, 3);
   test::copy_to_device(a, data.data(), 1u << 20);
   auto** sl = reinterpret_cast<void**>(slots.get());
-  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_KEEP, tiles, alloc_keep_args{sl, bytes, 5, 0})), 10s));
+  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_KEEP, tiles, alloc_keep_args{sl, bytes, 5, 0})), test::slowed(10s)));
   const HeapStats before = rt.heap_stats();
   CHECK(before.used_blocks == n + 1);
   for (int cycle = 0; cycle < 3; ++cycle) {
@@ -312,7 +325,8 @@ TEST_CASE("the heap survives suspend/resume: host and device blocks, their conte
   std::vector<float> back(data.size());
   test::copy_to_host(back.data(), a, 1u << 20);
   CHECK(back == data);
-  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_RELEASE, tiles, alloc_release_args{sl, ctr.get(), bytes, 5, 1})), 10s));
+  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_RELEASE, tiles, alloc_release_args{sl, ctr.get(), bytes, 5, 1})),
+                  test::slowed(10s)));
   const std::vector<uint64_t> c = ctr.read();
   CHECK(c[0] == 0);
   CHECK(c[1] == n);
@@ -326,13 +340,14 @@ TEST_CASE("the heap survives suspend/resume: host and device blocks, their conte
 }
 
 TEST_CASE("blocks cross sides: the host frees device blocks, the device frees host blocks") {
-  const uint32_t tiles = 4, n = tiles * kBlock;
+  // Every block is one host request each way (a round trip through the kernel): 4 tiles' worth at full scale.
+  const uint32_t tiles = static_cast<uint32_t>(test::scaled(4, 1)), n = tiles * kBlock;
   const uint64_t bytes = 96;
   test::DeviceBuffer slots(2 * n);
   Counters ctr;
   Runtime rt(Options().with_heap(64ull << 20, GPUOS_HEAP_CHECKED));
   auto** sl = reinterpret_cast<void**>(slots.get());
-  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_KEEP, tiles, alloc_keep_args{sl, bytes, 9, 0})), 10s));
+  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_KEEP, tiles, alloc_keep_args{sl, bytes, 9, 0})), test::slowed(10s)));
   std::vector<void*> ptrs(n);
   test::copy_to_host(ptrs.data(), sl, n * sizeof(void*));
   for (uint32_t i = 0; i < n; ++i) {
@@ -350,7 +365,8 @@ TEST_CASE("blocks cross sides: the host frees device blocks, the device frees ho
     test::copy_to_device(ptrs[i], p.data(), bytes);
   }
   test::copy_to_device(sl, ptrs.data(), n * sizeof(void*));
-  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_RELEASE, tiles, alloc_release_args{sl, ctr.get(), bytes, 21, 1})), 10s));
+  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_RELEASE, tiles, alloc_release_args{sl, ctr.get(), bytes, 21, 1})),
+                  test::slowed(10s)));
   const std::vector<uint64_t> c = ctr.read();
   CHECK(c[0] == 0);
   CHECK(c[1] == n);
@@ -373,8 +389,9 @@ TEST_CASE("without a heap: host calls are unavailable, gpuos::dev::malloc return
   CHECK(gpuos_heap_check(rt.handle()) == GPUOS_ERR_UNAVAILABLE);
   CHECK(status_of([&] { rt.free(nullptr); }) == GPUOS_OK);
   auto** sl = reinterpret_cast<void**>(slots.get());
-  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_KEEP, tiles, alloc_keep_args{sl, 64, 1, 0})), 10s));
-  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_RELEASE, tiles, alloc_release_args{sl, ctr.get(), 64, 1, 1})), 10s));
+  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_KEEP, tiles, alloc_keep_args{sl, 64, 1, 0})), test::slowed(10s)));
+  REQUIRE(rt.wait(rt.submit(Task::make(ALLOC_TEST_RELEASE, tiles, alloc_release_args{sl, ctr.get(), 64, 1, 1})),
+                  test::slowed(10s)));
   const std::vector<uint64_t> c = ctr.read();
   CHECK(c[2] == n);  // every slot null
   CHECK(c[1] == 0);
@@ -407,7 +424,7 @@ GPUOS_OPERATOR(heap_touch, HeapTouchArgs, heap_touch_tile)
     unsigned long long* out;
     unsigned long long bytes;
   };
-  constexpr uint32_t tiles = 256;
+  const uint32_t tiles = static_cast<uint32_t>(test::scaled(256, 16));
   test::DeviceBuffer out(2 * tiles);
   Runtime rt;
   void* a = rt.alloc(1u << 20);
@@ -419,7 +436,7 @@ GPUOS_OPERATOR(heap_touch, HeapTouchArgs, heap_touch_tile)
   CHECK(g.number >= 1);
   const uint32_t id = rt.op_id("heap_touch");
   auto* o = reinterpret_cast<unsigned long long*>(out.get());
-  REQUIRE(rt.wait(rt.submit(Task::make(id, tiles, HeapTouchArgs{o, 3000})), 10s));
+  REQUIRE(rt.wait(rt.submit(Task::make(id, tiles, HeapTouchArgs{o, 3000})), test::slowed(10s)));
   std::vector<unsigned long long> got(tiles);
   test::copy_to_host(got.data(), o, tiles * sizeof(unsigned long long));
   size_t good = 0;
@@ -454,7 +471,8 @@ TEST_CASE("heap requests are served through generation switches; a user's suspen
     }
   });
   // Generation switches stop and relaunch the kernel: the heap requests in between wait, none is refused.
-  for (int i = 0; i < 6; ++i) {
+  const int switches = static_cast<int>(test::scaled(6, 2));
+  for (int i = 0; i < switches; ++i) {
     const std::string src = "#include <gpuos/op.cuh>\n__device__ void switcher_tile(const gpuos::TileCtx&) {}\n"
                             "GPUOS_OPERATOR_NOARGS(switcher, switcher_tile)\n// version " + std::to_string(i) + "\n";
     try {
@@ -470,12 +488,12 @@ TEST_CASE("heap requests are served through generation switches; a user's suspen
   CHECK(before_suspend > 0);
   rt.suspend();
   const uint64_t at_suspend = served.load();
-  std::this_thread::sleep_for(50ms);
+  settle(50ms, [&] { return refused.load() > 0; });
   CHECK(served.load() <= at_suspend + 1);  // at most the request that was completing
   CHECK(refused.load() > 0);               // the user's suspend refuses them
   rt.resume();
   const uint64_t at_resume = served.load();
-  std::this_thread::sleep_for(50ms);
+  settle(50ms, [&] { return served.load() > at_resume; });
   stop = true;
   heap_user.join();
   CHECK(served.load() > at_resume);  // served again after the resume
@@ -525,7 +543,7 @@ GPUOS_OPERATOR(bad_frees, BadFreeArgs, bad_frees)
     // An interior pointer is only recognized in checked mode (unchecked, freeing one is undefined).
     REQUIRE(rt.wait(rt.submit(Task::make(rt.op_id("bad_frees"), 1,
                                          BadFreeArgs{reinterpret_cast<unsigned*>(out.get()), foreign.get(), checked ? 1u : 0u})),
-                    30s));
+                    test::slowed(30s)));
     std::vector<unsigned> o(16);
     test::copy_to_host(o.data(), out.get(), 16 * sizeof(unsigned));
     CHECK(o[0] == 1u);
@@ -612,9 +630,11 @@ GPUOS_OPERATOR(big_stress, BigArgs, big_stress)
   auto* ctr = reinterpret_cast<unsigned long long*>(ctr_buf.get());
   Runtime rt(Options().with_heap(1ull << 30));
   rt.load_operator_source("big_stress.cu", kSource);
-  const uint32_t tiles = static_cast<uint32_t>(rt.device_info().sm_count);
-  constexpr unsigned kIters = 40;
-  REQUIRE(rt.wait(rt.submit(Task::make(rt.op_id("big_stress"), tiles, BigArgs{ctr, kIters, 12345u})), 120s));
+  // A tile per SM, 40 iterations a lane at full scale.
+  const uint32_t tiles = static_cast<uint32_t>(test::scaled(static_cast<size_t>(rt.device_info().sm_count), 8));
+  const unsigned kIters = static_cast<unsigned>(test::scaled(40, 8));
+  REQUIRE(rt.wait(rt.submit(Task::make(rt.op_id("big_stress"), tiles, BigArgs{ctr, kIters, 12345u})),
+                  test::slowed(120s)));
   std::vector<uint64_t> c(8);
   test::copy_to_host(c.data(), ctr_buf.get(), c.size() * sizeof(uint64_t));
   MESSAGE("1 B - 64 MB: " << c[1] << " served (" << c[4] << " of 32 MB or more), " << c[2] << " nulls");

@@ -1,7 +1,9 @@
 // Every built-in operator against a CPU reference, at sizes that hit one tile, many tiles, partial
-// tiles and unaligned pointers.
+// tiles and unaligned pointers. Under GPUOS_TEST_SCALE the large sizes are smaller (still many tiles,
+// partial ones included) and the time bounds longer (gpu_fixture.hpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -14,7 +16,14 @@ using namespace gpuos;
 using namespace std::chrono_literals;
 
 namespace {
-const size_t kSizes[] = {1, 255, 256, 4096, 4097, 40000, (1u << 20) + 3, 16u << 20};
+constexpr size_t kTile = GPUOS_ELEMS_PER_TILE;
+
+/// 1 element, around one tile and its boundary, 10 tiles, and two large sizes: 256 tiles and 3 elements,
+/// and 4,096 tiles, at full scale; divided by GPUOS_TEST_SCALE, at least 8 tiles and 3 elements, and 16
+/// tiles.
+std::vector<size_t> op_sizes() {
+  return {1, 255, 256, 4096, 4097, 40000, kTile * test::scaled(256, 8) + 3, kTile * test::scaled(4096, 16)};
+}
 
 size_t mismatches(const std::vector<float>& got, const std::vector<float>& want) {
   size_t bad = 0;
@@ -24,7 +33,8 @@ size_t mismatches(const std::vector<float>& got, const std::vector<float>& want)
 }  // namespace
 
 TEST_CASE("element-wise built-ins match the CPU") {
-  const size_t max_n = 16u << 20;
+  const std::vector<size_t> kSizes = op_sizes();
+  const size_t max_n = *std::max_element(kSizes.begin(), kSizes.end());
   test::DeviceBuffer a(max_n + 1), b(max_n + 1), out(max_n + 1);
   Runtime rt;
   for (size_t n : kSizes) {
@@ -39,22 +49,22 @@ TEST_CASE("element-wise built-ins match the CPU") {
       float* po = out.get() + off;
       std::vector<float> want(n);
 
-      CHECK(rt.wait(rt.submit(ops::add(po, pa, pb, n)), 10s));
+      CHECK(rt.wait(rt.submit(ops::add(po, pa, pb, n)), test::slowed(10s)));
       for (size_t i = 0; i < n; ++i) want[i] = ha[i] + hb[i];
       CHECK(mismatches(out.download(n, off), want) == 0);
 
-      CHECK(rt.wait(rt.submit(ops::mul(po, pa, pb, n)), 10s));
+      CHECK(rt.wait(rt.submit(ops::mul(po, pa, pb, n)), test::slowed(10s)));
       for (size_t i = 0; i < n; ++i) want[i] = ha[i] * hb[i];
       CHECK(mismatches(out.download(n, off), want) == 0);
 
-      CHECK(rt.wait(rt.submit(ops::copy(po, pa, n)), 10s));
+      CHECK(rt.wait(rt.submit(ops::copy(po, pa, n)), test::slowed(10s)));
       CHECK(mismatches(out.download(n, off), ha) == 0);
 
-      CHECK(rt.wait(rt.submit(ops::fill(po, 0.5f + float(n % 7), n)), 10s));
+      CHECK(rt.wait(rt.submit(ops::fill(po, 0.5f + float(n % 7), n)), test::slowed(10s)));
       CHECK(mismatches(out.download(n, off), std::vector<float>(n, 0.5f + float(n % 7))) == 0);
 
       // y = alpha * x + y, in place on b.
-      CHECK(rt.wait(rt.submit(ops::axpy(pb, -1.5f, pa, n)), 10s));
+      CHECK(rt.wait(rt.submit(ops::axpy(pb, -1.5f, pa, n)), test::slowed(10s)));
       for (size_t i = 0; i < n; ++i) want[i] = std::fma(-1.5f, ha[i], hb[i]);
       CHECK(mismatches(b.download(n, off), want) == 0);
     }
@@ -63,12 +73,13 @@ TEST_CASE("element-wise built-ins match the CPU") {
   const auto ha = test::random_floats(100, 1);
   out.upload(std::vector<float>(2, 42.0f), 100);
   a.upload(ha);
-  CHECK(rt.wait(rt.submit(ops::copy(out.get(), a.get(), 100)), 10s));
+  CHECK(rt.wait(rt.submit(ops::copy(out.get(), a.get(), 100)), test::slowed(10s)));
   CHECK(out.download(2, 100) == std::vector<float>(2, 42.0f));
 }
 
 TEST_CASE("sum reduces in float64 across tiles") {
-  const size_t max_n = 16u << 20;
+  const std::vector<size_t> kSizes = op_sizes();
+  const size_t max_n = *std::max_element(kSizes.begin(), kSizes.end());
   test::DeviceBuffer x(max_n + 1), out(1);
   Runtime rt;
   for (size_t n : kSizes) {
@@ -78,7 +89,7 @@ TEST_CASE("sum reduces in float64 across tiles") {
       const auto hx = test::random_floats(n, n + off);
       x.upload(hx, off);
       out.upload({12345.0f});
-      CHECK(rt.wait(rt.submit(ops::sum(out.get(), x.get() + off, n)), 10s));
+      CHECK(rt.wait(rt.submit(ops::sum(out.get(), x.get() + off, n)), test::slowed(10s)));
       double ref = 0, mag = 0;
       for (float v : hx) {
         ref += v;
@@ -91,15 +102,16 @@ TEST_CASE("sum reduces in float64 across tiles") {
 }
 
 TEST_CASE("many multi-tile tasks in flight at once") {
-  // 64 tasks of 1M elements each, all submitted before any wait: the board spreads their tiles.
-  constexpr size_t n = 1u << 20, k = 64;
+  // 64 tasks of 1M elements (256 tiles) each at full scale, all submitted before any wait: the board
+  // spreads their tiles. Under GPUOS_TEST_SCALE at least 16 tasks of 8 tiles.
+  const size_t n = kTile * test::scaled(256, 8), k = test::scaled(64, 16);
   test::DeviceBuffer a(n * k), out(n * k);
   const auto ha = test::random_floats(n * k, 99);
   a.upload(ha);
   Runtime rt;
   std::vector<Ticket> ts;
   for (size_t i = 0; i < k; ++i) ts.push_back(rt.submit(ops::mul(out.get() + i * n, a.get() + i * n, a.get() + i * n, n)));
-  for (Ticket t : ts) CHECK(rt.wait(t, 20s));
+  for (Ticket t : ts) CHECK(rt.wait(t, test::slowed(20s)));
   std::vector<float> want(n * k);
   for (size_t i = 0; i < n * k; ++i) want[i] = ha[i] * ha[i];
   CHECK(mismatches(out.download(), want) == 0);
@@ -116,8 +128,10 @@ TEST_CASE("a large task's claims: every tile exactly once under each claim setti
   };
   const Setting settings[] = {{nullptr, nullptr, nullptr}, {"1", nullptr, nullptr}, {"1", "0", nullptr},
                               {nullptr, "0", nullptr},     {"64", nullptr, "1"},   {"1", nullptr, "64"}};
-  const size_t sizes[] = {40000, (1u << 21) + 7, (1u << 24) - 5};  // 10, 513 and 4096 tiles
-  const size_t max_n = (1u << 24) - 5;
+  // 10, 513 and 4096 tiles at full scale; under GPUOS_TEST_SCALE the last two divided by the scale, at
+  // least 33 and 64 tiles (both with a partial last tile).
+  const size_t sizes[] = {40000, kTile * test::scaled(512, 32) + 7, kTile * test::scaled(4096, 64) - 5};
+  const size_t max_n = sizes[2];
   test::DeviceBuffer ones(max_n), a(max_n), out(max_n), sum(1);
   ones.upload(std::vector<float>(max_n, 1.0f));
   const auto ha = test::random_floats(max_n, 5);
@@ -137,10 +151,10 @@ TEST_CASE("a large task's claims: every tile exactly once under each claim setti
     for (size_t n : sizes) {
       CAPTURE(n);
       sum.upload({-1.0f});
-      CHECK(rt.wait(rt.submit(ops::sum(sum.get(), ones.get(), n)), 10s));
+      CHECK(rt.wait(rt.submit(ops::sum(sum.get(), ones.get(), n)), test::slowed(10s)));
       CHECK(sum.download(1)[0] == static_cast<float>(n));
       out.upload(std::vector<float>(n, -7.0f));
-      CHECK(rt.wait(rt.submit(ops::add(out.get(), a.get(), a.get(), n)), 10s));
+      CHECK(rt.wait(rt.submit(ops::add(out.get(), a.get(), a.get(), n)), test::slowed(10s)));
       const auto got = out.download(n);
       size_t bad = 0;
       for (size_t i = 0; i < n; ++i) bad += got[i] != ha[i] + ha[i];

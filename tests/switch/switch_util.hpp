@@ -2,7 +2,9 @@
 // threads that record each task's ticket, and the check that every task ran exactly once on the version
 // its ticket falls under. The same for multi-tile tasks: two operators that record every tile's runs
 // and version (one of them with a finish function that sums), threads that submit them singly and in
-// batches, and the check of every tile and every sum.
+// batches, and the check of every tile and every sum. Under GPUOS_TEST_SCALE (gpu_fixture.hpp) the ring
+// is smaller, the multi-tile tasks have fewer tiles, and the pauses between switches wait longer for the
+// load to move (see scaled_queue, scaled_max_tiles, pause_under_load).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -30,6 +32,37 @@ namespace gpuos::test {
 /// (2 * version) or never (0) cannot pass for another version.
 using tools::tag_source;
 using tools::TagArgs;
+
+/// slowed() in whole seconds, for the waits that take seconds (drain_or_report, await_submitters).
+inline std::chrono::seconds slowed_s(std::chrono::seconds d) {
+  return std::chrono::duration_cast<std::chrono::seconds>(slowed(d));
+}
+/// slowed() for pauses finer than a millisecond.
+inline std::chrono::microseconds slowed_us(std::chrono::microseconds d) {
+  return d * slowed(std::chrono::milliseconds(1)).count();
+}
+
+/// `o` with the submission ring divided by GPUOS_TEST_SCALE: the default 65,536 slots at full scale, else
+/// the largest power of two at most 65,536 / scale, and at least 256. The switch cases' submitting threads
+/// keep the ring full whenever the kernel lags behind them (under a sanitizer, always), so its size is the
+/// backlog that every switch and the final drain wait for.
+inline Options scaled_queue(Options o) {
+  const size_t want = scaled(65536, 256);
+  uint32_t c = 256;
+  while (size_t{c} * 2 <= want) c *= 2;
+  return o.with_queue_capacity(c);
+}
+
+/// A pause while a load runs: `d`, then on while `moved()` is false, until slowed_us(d) has passed in all.
+/// At full speed the load submits thousands of tasks in `d` (and at full scale the pause is `d`); under a
+/// sanitizer the kernel runs them, and so makes room for new ones, orders of magnitude slower.
+template <class Moved>
+void pause_for_load(std::chrono::microseconds d, Moved moved) {
+  const auto end = std::chrono::steady_clock::now() + slowed_us(d);
+  std::this_thread::sleep_for(d);
+  while (!moved() && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
 
 /// Threads that submit tag tasks to op id `op()` (re-read before each submit) until stopped or full.
 class Load {
@@ -72,6 +105,13 @@ class Load {
   std::atomic<bool> stop_{false};
   std::vector<std::thread> th_;
 };
+
+/// A pause after a switch (pause_for_load): `d`, longer until each thread's worth of tasks twice over was
+/// submitted since (a thread may count one task whose ticket came before the switch).
+inline void pause_under_load(const Load& load, std::chrono::microseconds d) {
+  const uint64_t from = load.submitted(), more = 2 * load.tickets().size();
+  pause_for_load(d, [&] { return load.submitted() >= from + more; });
+}
 
 /// `cuts`: (first ticket, version) in increasing ticket order; a task with ticket t must hold the
 /// version of the last cut <= t. Returns the number of tasks checked.
@@ -245,11 +285,13 @@ class MultiTileBuffers {
 };
 
 /// Threads (one per MultiTileBuffers pool) that submit tasks of PREFIX_tiles (op id `tiles_op`) and
-/// PREFIX_sum (`sum_op`), half each, of 1 to kMaxTiles tiles: half of them 1-8 tiles, a quarter 9-528, a
-/// quarter 529-4096 (up to 15 times an H100's 264-block grid: with a grid's worth of tiles left after its
-/// first claim, a block claims on inside the operator's claiming adapter). One submission in 8 is a batch of
-/// 2-8 such tasks (submit_batch), the others single tasks (try_submit). Each thread submits at most `tiles_per_second` tiles a second (it sleeps while ahead),
-/// so its pools last a known time; a thread whose pool is used up stops (ran_out()).
+/// PREFIX_sum (`sum_op`), half each, of 1 to `max_tiles` tiles: half of them 1-8 tiles, a quarter 9-528, a
+/// quarter 529-4096 with max_tiles = kMaxTiles (up to 15 times an H100's 264-block grid: with a grid's
+/// worth of tiles left after its first claim, a block claims on inside the operator's claiming adapter);
+/// a smaller max_tiles (scaled_max_tiles) shrinks the quarter's bands in proportion (draw_tiles). One
+/// submission in 8 is a batch of 2-8 such tasks (submit_batch), the others single tasks (try_submit). Each
+/// thread submits at most `tiles_per_second` tiles a second (it sleeps while ahead), so its pools last a
+/// known time; a thread whose pool is used up stops (ran_out()).
 class MultiTileLoad {
  public:
   /// One submitted task: its ticket, tiles and operator, whether it came in a batch, and where its
@@ -264,8 +306,16 @@ class MultiTileLoad {
     bool batched = false;
   };
 
-  MultiTileLoad(Runtime& rt, const MultiTileBuffers& buf, uint32_t tiles_op, uint32_t sum_op, double tiles_per_second)
-      : rt_(rt), buf_(buf), sent_(buf.threads()), records_used_(buf.threads(), 0), sums_used_(buf.threads(), 0) {
+  MultiTileLoad(Runtime& rt, const MultiTileBuffers& buf, uint32_t tiles_op, uint32_t sum_op, double tiles_per_second,
+                uint32_t max_tiles = MultiTileBuffers::kMaxTiles)
+      : rt_(rt),
+        buf_(buf),
+        max_tiles_(max_tiles),
+        sent_(buf.threads()),
+        records_used_(buf.threads(), 0),
+        sums_used_(buf.threads(), 0) {
+    REQUIRE(max_tiles >= 32);  // draw_tiles' bands
+    REQUIRE(max_tiles <= MultiTileBuffers::kMaxTiles);
     running_.store(static_cast<int>(buf.threads()));
     for (unsigned i = 0; i < buf.threads(); ++i)
       th_.emplace_back([this, i, tiles_op, sum_op, tiles_per_second] { run(i, tiles_op, sum_op, tiles_per_second); });
@@ -278,7 +328,7 @@ class MultiTileLoad {
   /// completing, fails with the runtime's state report and ends the process (await_submitters).
   void stop() {
     stop_.store(true);
-    await_submitters(rt_, running_, std::chrono::seconds(30));
+    await_submitters(rt_, running_, slowed_s(std::chrono::seconds(30)));
     for (auto& t : th_)
       if (t.joinable()) t.join();
   }
@@ -295,6 +345,9 @@ class MultiTileLoad {
       for (const Sent& s : v) n += s.sum == sum;
     return n;
   }
+  /// Tasks of PREFIX_sum (sum) or PREFIX_tiles submitted so far (read while the threads run).
+  uint64_t submitted_so_far(bool sum) const { return so_far_[sum].load(); }
+  unsigned threads() const { return buf_.threads(); }
   /// Thread i's tasks in submission order (read after stop()).
   const std::vector<Sent>& sent(unsigned i) const { return sent_[i]; }
   /// Record floats and sum results thread i's submitted tasks use (a prefix of its pools).
@@ -308,12 +361,16 @@ class MultiTileLoad {
   }
 
  private:
-  static uint32_t draw_tiles(std::mt19937& rng) {
+  /// Half 1-8 tiles; a quarter 9 to b2 = 8 + 520 / 4096 of max_tiles_; an eighth b2 + 1 to max_tiles_ / 2;
+  /// an eighth on to max_tiles_ (with max_tiles_ = kMaxTiles: 9-528, 529-2048, 2049-4096).
+  uint32_t draw_tiles(std::mt19937& rng) const {
+    const uint32_t b2 = 8 + static_cast<uint32_t>(uint64_t{520} * max_tiles_ / MultiTileBuffers::kMaxTiles);
+    const uint32_t b3 = max_tiles_ / 2;
     switch (rng() % 8) {
       case 0: case 1: case 2: case 3: return 1 + rng() % 8;
-      case 4: case 5: return 9 + rng() % 520;
-      case 6: return 529 + rng() % 1520;
-      default: return 2049 + rng() % 2048;
+      case 4: case 5: return 9 + rng() % (b2 - 8);
+      case 6: return b2 + 1 + rng() % (b3 - b2);
+      default: return b3 + 1 + rng() % (max_tiles_ - b3);
     }
   }
 
@@ -371,6 +428,7 @@ class MultiTileLoad {
         }
         for (const Sent& s : batch) {
           sent_[i].push_back(s);
+          so_far_[s.sum].fetch_add(1);
           tiles_sent += s.tiles;
           if (s.sum)
             sums_used_[i] = s.at + 1;
@@ -387,7 +445,9 @@ class MultiTileLoad {
 
   Runtime& rt_;
   const MultiTileBuffers& buf_;
+  uint32_t max_tiles_;
   std::vector<std::vector<Sent>> sent_;
+  std::atomic<uint64_t> so_far_[2] = {0, 0};
   std::vector<size_t> records_used_, sums_used_;
   std::atomic<bool> stop_{false}, ran_out_{false};
   std::atomic<int> running_{0};
@@ -395,6 +455,24 @@ class MultiTileLoad {
   std::string error_;
   std::vector<std::thread> th_;
 };
+
+/// The most tiles a MultiTileLoad task has: kMaxTiles at full scale; divided by GPUOS_TEST_SCALE, but no
+/// fewer than four of the runtime's grids of `grid` blocks (tasks of at least twice the grid are checked
+/// for on every version), nor 32.
+inline uint32_t scaled_max_tiles(uint32_t grid) {
+  const size_t m = std::max<size_t>(scaled(MultiTileBuffers::kMaxTiles, 32), 4 * size_t{grid});
+  return static_cast<uint32_t>(std::min<size_t>(m, MultiTileBuffers::kMaxTiles));
+}
+
+/// A pause after a switch (pause_for_load): `d`, longer until twice as many tasks of each operator as
+/// there are threads were submitted since.
+inline void pause_under_load(const MultiTileLoad& load, std::chrono::microseconds d) {
+  const uint64_t more = 2 * load.threads();
+  const uint64_t tiles = load.submitted_so_far(false), sums = load.submitted_so_far(true);
+  pause_for_load(d, [&] {
+    return load.submitted_so_far(false) >= tiles + more && load.submitted_so_far(true) >= sums + more;
+  });
+}
 
 /// What check_multi_tile saw.
 struct MultiTileReport {
