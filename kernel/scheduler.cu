@@ -1294,6 +1294,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
   PlacedNode* const pnodes = reinterpret_cast<PlacedNode*>(rs.pnodes);
   uint32_t unreleased = GPUOS_OP_NO_WRITES;  // thread 0's: what the block wrote since its last release
   bool bad_local = false;                    // every thread's alike
+  bool after_early = false;                  // every thread's alike: the item before awaited its inputs itself
   for (uint32_t i = begin; i < end; ++i) {
     const PlacedItem it = rs.item[i % 3];
     // The next items' words, while this one waits and runs.
@@ -1323,7 +1324,9 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
       const bool sk = role_wait(rs, it, rs.wait[i % 2], bad_local);
       if (tid == 0) rs.skip = sk;
     }
-    if (waits || claiming) __syncthreads();
+    // After an item that awaited its inputs, thread 0 set await_state.ok back to 1 past that item's
+    // barrier: this one passes it to every thread before an awaiting operator here reads it.
+    if (waits || claiming || after_early) __syncthreads();
     bool skip = waits && !early && rs.skip;
     uint32_t st = skip ? kTaskOk : vst;
     const OpEntry* op = skip ? nullptr : vop;
@@ -1354,6 +1357,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
     wait_async();
     __syncthreads();  // the tiles' writes for the whole block; the next items' words
     if (early && tid == 0) await_state.ok = 1;  // every thread read it before the barrier
+    after_early = early;
     const bool whole = !claiming && it.count == tiles;
     // A chunk of a spread node that nothing waits for the end of (no finish function, not a sink):
     // counted without learning whether it was the last, its first chunk adding the node's + 1.
