@@ -69,6 +69,15 @@ class ExactlyOnce {
   DeviceBuffer y_, ones_;
 };
 
+/// A long loop's count divided by GPUOS_TEST_SCALE (a whole number >= 1; 1 when unset), and at least
+/// `at_least`. Under compute-sanitizer the kernel runs two to three orders of magnitude slower:
+/// scripts/gpu_run.sh's sanitize part sets the scale so that the suites finish, each case still checking
+/// what it checks on fewer tasks. Ends the process on a value that is not such a number.
+std::size_t scaled(std::size_t n, std::size_t at_least = 1);
+/// `d` multiplied by GPUOS_TEST_SCALE: how long something that takes `d` at full speed may take in the
+/// same run.
+std::chrono::milliseconds slowed(std::chrono::milliseconds d);
+
 /// Tasks of operator `op` the runtime counted as completed (its row of list_ops).
 inline std::uint64_t completed_of(const Runtime& rt, std::uint32_t op) {
   for (const Runtime::OpInfo& o : rt.list_ops())
@@ -77,10 +86,10 @@ inline std::uint64_t completed_of(const Runtime& rt, std::uint32_t op) {
   return 0;
 }
 
-/// Drains with a deadline; on timeout fails with the runtime's state report (gpuos_diagnose), twice,
-/// 200 ms apart, so the report shows what still moves.
-inline bool drain_or_report(Runtime& rt, std::chrono::seconds limit) {
-  if (rt.drain(limit)) return true;
+/// Drains with a deadline (`limit` at full speed: slowed() by GPUOS_TEST_SCALE); on timeout fails with
+/// the runtime's state report (gpuos_diagnose), twice, 200 ms apart, so the report shows what still moves.
+inline bool drain_or_report(Runtime& rt, std::chrono::milliseconds limit) {
+  if (rt.drain(slowed(limit))) return true;
   const auto g = rt.generation();
   FAIL_CHECK("drain timed out (generation " << g.number << " from ticket " << g.first_ticket
                                            << "); runtime state:\n" << rt.diagnose());
@@ -91,25 +100,19 @@ inline bool drain_or_report(Runtime& rt, std::chrono::seconds limit) {
 
 /// Waits until `running` (submitting threads count it down) reaches 0. Submitters block while the ring
 /// is full, so if tasks stop completing they never finish: then fails with the runtime's state report
-/// and ends the process, since the blocked threads cannot be joined.
-inline void await_submitters(Runtime& rt, const std::atomic<int>& running, std::chrono::seconds limit) {
+/// and ends the process, since the blocked threads cannot be joined. `limit` at full speed, as
+/// drain_or_report's.
+inline void await_submitters(Runtime& rt, const std::atomic<int>& running, std::chrono::milliseconds limit) {
+  limit = slowed(limit);
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (running.load() != 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   if (running.load() == 0) return;
-  FAIL_CHECK("submitters did not finish within " << limit.count() << " s (tasks stopped completing); runtime state:\n"
+  FAIL_CHECK("submitters did not finish within " << limit.count() << " ms (tasks stopped completing); runtime state:\n"
                                                  << rt.diagnose());
   std::_Exit(1);
 }
 
-/// A long loop's count divided by GPUOS_TEST_SCALE (a whole number >= 1; 1 when unset), and at least
-/// `at_least`. Under compute-sanitizer the kernel runs two to three orders of magnitude slower:
-/// scripts/gpu_run.sh's sanitize part sets the scale so that the suites finish, each case still checking
-/// what it checks on fewer tasks. Ends the process on a value that is not such a number.
-std::size_t scaled(std::size_t n, std::size_t at_least = 1);
-/// `d` multiplied by GPUOS_TEST_SCALE: how long something that takes `d` at full speed may take in the
-/// same run.
-std::chrono::milliseconds slowed(std::chrono::milliseconds d);
 
 /// After a runtime faulted or hung (its kernel ended with a fault): the next runtime in this process
 /// either works or is refused promptly with GPUOS_ERR_DEVICE_FAULT (the driver decides; recovering means

@@ -232,10 +232,10 @@ TEST_CASE("submit_after: a chain of dependent tasks, and fan-in beyond one depen
   for (unsigned round = 1; round <= 2; ++round) {
     Ticket prev = rt.submit(oc.task(op, 0));
     for (std::uint32_t v = 1; v < d.size(); ++v) prev = rt.submit_after(oc.task(op, v), std::span<const Ticket>(&prev, 1));
-    CHECK(rt.wait(prev, 30s));
+    CHECK(rt.wait(prev, test::slowed(30s)));
     std::vector<Ticket> ts;
     for (std::uint32_t v = 0; v < 100; ++v) ts.push_back(rt.submit(of.task(op, v)));
-    CHECK(rt.wait(rt.submit_after(of.task(op, 100), ts), 30s));
+    CHECK(rt.wait(rt.submit_after(of.task(op, 100), ts), test::slowed(30s)));
     CHECK(test::drain_or_report(rt, 30s));
     CHECK(oc.violations() == 0);
     CHECK(oc.wrong_counts(round) == 0);
@@ -244,7 +244,7 @@ TEST_CASE("submit_after: a chain of dependent tasks, and fan-in beyond one depen
   }
   // Waiting for tickets long retired (their records reused many times over) is waiting for nothing.
   const Ticket t = rt.submit_after(ops::nop(), std::vector<Ticket>{0, 1, 2});
-  CHECK(rt.wait(t, 10s));
+  CHECK(rt.wait(t, test::slowed(10s)));
   // A ticket never issued is refused, and nothing is issued.
   const auto before = rt.stats();
   const Ticket future = 1ull << 40;
@@ -311,10 +311,10 @@ TEST_CASE("graphs: random DAGs of 1 to 100,000 nodes run each node once per laun
     const Ticket a = ge.launch();
     const Ticket b = ge.launch();
     const Ticket c = ge.launch();
-    CHECK(rt.wait(a, 60s));
-    CHECK(rt.wait(b, 60s));
-    CHECK(rt.wait(c, 60s));
-    CHECK(rt.wait(ge.launch(), 60s));
+    CHECK(rt.wait(a, test::slowed(60s)));
+    CHECK(rt.wait(b, test::slowed(60s)));
+    CHECK(rt.wait(c, test::slowed(60s)));
+    CHECK(rt.wait(ge.launch(), test::slowed(60s)));
     CHECK(checks[i]->violations() == 0);
     CHECK(checks[i]->wrong_counts(4) == 0);
   }
@@ -353,9 +353,9 @@ TEST_CASE("graphs: an operator that awaits its inputs itself is called before th
     GraphExec ge(rt, graph_of(dags[i], *checks[i], op, op_await));
     const Ticket a = ge.launch();
     const Ticket b = ge.launch();
-    CHECK(rt.wait(a, 60s));
-    CHECK(rt.wait(b, 60s));
-    CHECK(rt.wait(ge.launch(), 60s));
+    CHECK(rt.wait(a, test::slowed(60s)));
+    CHECK(rt.wait(b, test::slowed(60s)));
+    CHECK(rt.wait(ge.launch(), test::slowed(60s)));
     CHECK(checks[i]->violations() == 0);
     CHECK(checks[i]->wrong_counts(3) == 0);
     early += checks[i]->early_calls();
@@ -368,7 +368,7 @@ TEST_CASE("graphs: an operator that awaits its inputs itself is called before th
   if (placed == nullptr || std::string(placed) != "0") CHECK(early > 0);
   // The same operator as a plain task: nothing to await, it runs at once, after its dependencies.
   checks[1]->reset();
-  for (std::uint32_t v = 0; v < dags[1].size(); ++v) CHECK(rt.wait(rt.submit(checks[1]->task(op_await, v)), 10s));
+  for (std::uint32_t v = 0; v < dags[1].size(); ++v) CHECK(rt.wait(rt.submit(checks[1]->task(op_await, v)), test::slowed(10s)));
   CHECK(checks[1]->violations() == 0);
   CHECK(checks[1]->early_calls() == 0);
   CHECK(checks[1]->wrong_counts(1) == 0);
@@ -381,7 +381,7 @@ TEST_CASE("graphs: a long chain runs as one block's continuations, and moves to 
   const std::uint32_t kLinks = static_cast<std::uint32_t>(test::scaled(1000, 64));
   constexpr std::uint32_t kN = GPUOS_ELEMS_PER_TILE, kBig = 8 * GPUOS_ELEMS_PER_TILE;
   test::DeviceBuffer x(kN), ones(kBig), out(kLinks), z(kBig);
-  test::ExactlyOnce once(20000);
+  test::ExactlyOnce once(test::scaled(20000, 1000));
   ones.upload(std::vector<float>(kBig, 1.0f));
   Runtime rt;
   Graph g;
@@ -406,14 +406,14 @@ TEST_CASE("graphs: a long chain runs as one block's continuations, and moves to 
     CHECK(std::count(zs.begin(), zs.end(), static_cast<float>(launches * big)) == kBig);
   };
   // Alone: the chain stays in one block, its writes seen by the host once the launch completes.
-  CHECK(rt.wait(ge.launch(), 30s));
+  CHECK(rt.wait(ge.launch(), test::slowed(30s)));
   check(1);
   // With other work arriving meanwhile: a block running the chain leaves it (on the board) for its own
   // ticket, and another block goes on with it; the links' writes must follow them there.
   std::thread other([&] {
     for (std::size_t e = 0; e < once.size(); ++e) rt.submit(once.task(e));
   });
-  for (std::uint32_t l = 2; l <= 6; ++l) CHECK(rt.wait(ge.launch(), 30s));
+  for (std::uint32_t l = 2; l <= 6; ++l) CHECK(rt.wait(ge.launch(), test::slowed(30s)));
   other.join();
   CHECK(test::drain_or_report(rt, 30s));
   check(6);
@@ -437,7 +437,7 @@ TEST_CASE("graphs: a launch runs after the tickets it names; tasks can wait for 
   for (std::uint32_t v = 1; v < 200; ++v) prev = rt.submit_after(ob.task(op, v), std::span<const Ticket>(&prev, 1));
   const Ticket launch = ge.launch(std::span<const Ticket>(&prev, 1));
   const Ticket last = rt.submit_after(ops::nop(), std::span<const Ticket>(&launch, 1));
-  CHECK(rt.wait(last, 30s));
+  CHECK(rt.wait(last, test::slowed(30s)));
   CHECK(rt.wait(launch, 0s));  // done already: `last` ran after it
   CHECK(rt.wait(prev, 0s));
   CHECK(ob.violations() == 0);
@@ -474,7 +474,7 @@ TEST_CASE("graphs: arguments set between launches apply from the next launch on,
   // Wrong size or node: refused, the instance untouched.
   CHECK_THROWS_AS(ge.set_args(f, std::uint64_t{0}), Error);  // 8 bytes, the node takes 24
   CHECK_THROWS_AS(ge.set_args(7, gpuos_fill_args{}), Error);
-  CHECK(rt.wait(ge.launch(), 10s));
+  CHECK(rt.wait(ge.launch(), test::slowed(10s)));
 }
 
 TEST_CASE("graphs: launches across a generation switch and alias switches use what is current at launch") {
@@ -505,10 +505,10 @@ GPUOS_OPERATOR()" + name + ", ScaleArgs, tile_" + name + ")\n";
   g.add(Task::make(rt.op_id("scale"), 1, ScaleArgs{y.get(), x.get(), 256}));
   GraphExec ge(rt, g);
   const auto y0 = [&] { return y.download(1)[0]; };
-  CHECK(rt.wait(ge.launch(), 10s));
+  CHECK(rt.wait(ge.launch(), test::slowed(10s)));
   CHECK(y0() == 2.0f);
   rt.alias_set("scale", "thrice");
-  CHECK(rt.wait(ge.launch(), 10s));
+  CHECK(rt.wait(ge.launch(), test::slowed(10s)));
   CHECK(y0() == 3.0f);
   // Pipelined: launch, flip, launch: each launch runs the target current when it was launched.
   Graph g2;
@@ -518,20 +518,20 @@ GPUOS_OPERATOR()" + name + ", ScaleArgs, tile_" + name + ")\n";
   const Ticket a = ge.launch();
   rt.alias_set("scale", "thrice");
   const Ticket b = ge2.launch();
-  CHECK(rt.wait(a, 10s));
-  CHECK(rt.wait(b, 10s));
+  CHECK(rt.wait(a, test::slowed(10s)));
+  CHECK(rt.wait(b, test::slowed(10s)));
   CHECK(y0() == 2.0f);
   CHECK(y2.download(1)[0] == 3.0f);
   // A generation switch (another operator loaded) between launches: the instance keeps working.
   rt.load_operator_source("half.cu", scale_src("half", 0.5f));
-  CHECK(rt.wait(ge.launch(), 10s));
+  CHECK(rt.wait(ge.launch(), test::slowed(10s)));
   CHECK(y0() == 3.0f);
   // An operator of a node removed: the next launch is refused, naming the node; nothing is issued.
   Graph g3;
   g3.add(ops::nop());
   g3.add(Task::make(rt.op_id("half"), 1, ScaleArgs{y.get(), x.get(), 256}));
   GraphExec ge3(rt, g3);
-  CHECK(rt.wait(ge3.launch(), 10s));
+  CHECK(rt.wait(ge3.launch(), test::slowed(10s)));
   CHECK(y0() == 0.5f);
   rt.remove_operator_source("half.cu");
   const auto before = rt.stats();
@@ -543,7 +543,7 @@ GPUOS_OPERATOR()" + name + ", ScaleArgs, tile_" + name + ")\n";
     CHECK(std::string(e.what()).find("node 1") != std::string::npos);
   }
   CHECK(rt.stats().submitted == before.submitted);
-  CHECK(rt.wait(ge.launch(), 10s));
+  CHECK(rt.wait(ge.launch(), test::slowed(10s)));
 }
 
 TEST_CASE("graphs: suspend and resume with launches and dependent tasks in flight") {
@@ -561,7 +561,7 @@ TEST_CASE("graphs: suspend and resume with launches and dependent tasks in fligh
   rt.suspend();
   ts.push_back(rt.submit_after(ops::nop(), ts));
   rt.resume();
-  for (Ticket t : ts) CHECK(rt.wait(t, 60s));
+  for (Ticket t : ts) CHECK(rt.wait(t, test::slowed(60s)));
   CHECK(oc.violations() == 0);
   CHECK(oc.wrong_counts(20) == 0);
 }
@@ -611,7 +611,7 @@ TEST_CASE("graph instances: instantiate and destroy many, more than the heap hol
   // Each instance takes several MB of the heap; 60 of them in turn take far more than 64 MB.
   for (unsigned k = 1; k <= 60; ++k) {
     GraphExec ge(rt, g);
-    CHECK(rt.wait(ge.launch(), 30s));
+    CHECK(rt.wait(ge.launch(), test::slowed(30s)));
   }
   CHECK(oc.violations() == 0);
   CHECK(oc.wrong_counts(60) == 0);

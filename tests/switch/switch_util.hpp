@@ -33,10 +33,6 @@ namespace gpuos::test {
 using tools::tag_source;
 using tools::TagArgs;
 
-/// slowed() in whole seconds, for the waits that take seconds (drain_or_report, await_submitters).
-inline std::chrono::seconds slowed_s(std::chrono::seconds d) {
-  return std::chrono::duration_cast<std::chrono::seconds>(slowed(d));
-}
 /// slowed() for pauses finer than a millisecond.
 inline std::chrono::microseconds slowed_us(std::chrono::microseconds d) {
   return d * slowed(std::chrono::milliseconds(1)).count();
@@ -328,7 +324,7 @@ class MultiTileLoad {
   /// completing, fails with the runtime's state report and ends the process (await_submitters).
   void stop() {
     stop_.store(true);
-    await_submitters(rt_, running_, slowed_s(std::chrono::seconds(30)));
+    await_submitters(rt_, running_, std::chrono::seconds(30));
     for (auto& t : th_)
       if (t.joinable()) t.join();
   }

@@ -47,7 +47,7 @@ TEST_CASE("dual slot: 400 alias flips and rollbacks under load from 4 threads: o
       test::pause_under_load(load, 500us);
     }
     load.stop();
-    REQUIRE(test::drain_or_report(rt, test::slowed_s(20s)));
+    REQUIRE(test::drain_or_report(rt, 20s));
     const Stats s = rt.stats();
     CHECK(s.completed == s.submitted);
     CHECK(s.failed == 0);
@@ -103,7 +103,7 @@ TEST_CASE("dual slot: multi-tile tasks, sums with a finish function and batches 
   load.stop();
   CHECK(load.error() == "");
   CHECK_FALSE(load.ran_out());
-  REQUIRE(test::drain_or_report(rt, test::slowed_s(30s)));
+  REQUIRE(test::drain_or_report(rt, 30s));
   const Stats s = rt.stats();
   CHECK(s.completed == s.submitted);
   CHECK(s.failed == 0);

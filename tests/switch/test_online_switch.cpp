@@ -52,7 +52,7 @@ TEST_CASE("online switch: an operator overwritten 6 times under load from 4 thre
       test::pause_under_load(load, 10ms);
     }
     load.stop();
-    REQUIRE(test::drain_or_report(rt, test::slowed_s(20s)));
+    REQUIRE(test::drain_or_report(rt, 20s));
     const Stats s = rt.stats();
     submitted = load.submitted();
     CHECK(s.submitted == submitted + 0);
@@ -104,7 +104,7 @@ TEST_CASE("online switch: multi-tile tasks, sums with a finish function and batc
   load.stop();
   CHECK(load.error() == "");
   CHECK_FALSE(load.ran_out());
-  REQUIRE(test::drain_or_report(rt, test::slowed_s(30s)));
+  REQUIRE(test::drain_or_report(rt, 30s));
   const Stats s = rt.stats();
   CHECK(s.submitted == load.submitted());
   CHECK(s.completed == s.submitted);
@@ -185,7 +185,7 @@ TEST_CASE("online switch: removal retires an operator after its tasks; rollback 
   rt.remove_operator_source("tag.cu");
   CHECK_THROWS_AS(rt.op_id("tag"), Error);
   CHECK_THROWS_AS(rt.submit(Task::make(op, 1, test::TagArgs{out.get(), 0})), Error);
-  REQUIRE(test::drain_or_report(rt, test::slowed_s(20s)));
+  REQUIRE(test::drain_or_report(rt, 20s));
   CHECK(rt.stats().failed == 0);
   std::vector<float> h = out.download();
   size_t ones = 0;
@@ -196,7 +196,7 @@ TEST_CASE("online switch: removal retires an operator after its tasks; rollback 
   CHECK(g.build_ns == 0);
   CHECK(rt.op_id("tag") == op);
   for (size_t i = n / 2; i < n; ++i) rt.submit(Task::make(op, 1, test::TagArgs{out.get() + i, 0}));
-  REQUIRE(test::drain_or_report(rt, test::slowed_s(20s)));
+  REQUIRE(test::drain_or_report(rt, 20s));
   h = out.download();
   ones = 0;
   for (size_t i = 0; i < n; ++i) ones += h[i] == 1.0f;
@@ -240,7 +240,7 @@ TEST_CASE("online switch: old images are retired, then unloaded once the runtime
   // And the runtime serves as before, on the newest code.
   const uint32_t op = rt.op_id("tag");
   for (size_t i = 0; i < n; ++i) rt.submit(Task::make(op, 1, test::TagArgs{out.get() + i, 0}));
-  REQUIRE(test::drain_or_report(rt, test::slowed_s(20s)));
+  REQUIRE(test::drain_or_report(rt, 20s));
   const std::vector<float> h = out.download();
   size_t fives = 0;
   for (float v : h) fives += v == 5.0f;
