@@ -69,7 +69,7 @@ TEST_CASE("element-wise built-ins match the CPU") {
       CHECK(mismatches(b.download(n, off), want) == 0);
     }
   }
-  // Nothing outside [off, off + n) was written by the last, largest add: check the element after it.
+  // A task of a partial tile writes nothing past its last element: a copy of 100, two sentinels after it.
   const auto ha = test::random_floats(100, 1);
   out.upload(std::vector<float>(2, 42.0f), 100);
   a.upload(ha);

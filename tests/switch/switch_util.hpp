@@ -60,6 +60,31 @@ void pause_for_load(std::chrono::microseconds d, Moved moved) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
+/// A thread that keeps the runtime busy with nops, one at a time, each waited for (at most slowed(10 s):
+/// a wait that runs out stops the thread and is counted, so a hung runtime never blocks stop()).
+class BusyNops {
+ public:
+  explicit BusyNops(Runtime& rt)
+      : th_([this, &rt] {
+          while (!stop_.load())
+            if (!rt.wait(rt.submit(ops::nop()), slowed(std::chrono::seconds(10)))) {
+              stalled_.store(true);
+              return;
+            }
+        }) {}
+  ~BusyNops() { stop(); }
+  /// Stops and joins the thread; false if one of its waits ran out.
+  bool stop() {
+    stop_.store(true);
+    if (th_.joinable()) th_.join();
+    return !stalled_.load();
+  }
+
+ private:
+  std::atomic<bool> stop_{false}, stalled_{false};
+  std::thread th_;
+};
+
 /// Threads that submit tag tasks to op id `op()` (re-read before each submit) until stopped or full.
 class Load {
  public:

@@ -55,7 +55,7 @@ TEST_CASE("online switch: an operator overwritten 6 times under load from 4 thre
     REQUIRE(test::drain_or_report(rt, 20s));
     const Stats s = rt.stats();
     submitted = load.submitted();
-    CHECK(s.submitted == submitted + 0);
+    CHECK(s.submitted == submitted);
     CHECK(s.completed == s.submitted);
     CHECK(s.failed == 0);
     CHECK(s.launches == 1 + 1 + kSwitches);  // boot, version 1, the replacements (six at full scale)
@@ -212,10 +212,7 @@ TEST_CASE("online switch: old images are retired, then unloaded once the runtime
   // the retired images without a relaunch).
   Runtime rt(Options().with_residency(0, 0));
   // A thread keeps the runtime busy, so no idle-time unload happens during the switches (compiles).
-  std::atomic<bool> stop{false};
-  std::thread busy([&] {
-    while (!stop.load()) rt.wait(rt.submit(ops::nop()));
-  });
+  test::BusyNops busy(rt);
   // Each load is a generation; the image before the previous one is retired (still loaded).
   std::vector<uint32_t> retired;
   for (unsigned v = 1; v <= 4; ++v) {
@@ -224,8 +221,7 @@ TEST_CASE("online switch: old images are retired, then unloaded once the runtime
     CHECK(g.unload_ns == 0);  // far below the bound: nothing unloaded inside the pause
     retired.push_back(g.retired);
   }
-  stop.store(true);
-  busy.join();
+  CHECK(busy.stop());
   CHECK(retired == std::vector<uint32_t>{0, 1, 2, 3});
   // Idle: the monitor stops the kernel, unloads them and relaunches.
   const uint64_t launches = rt.stats().launches;
@@ -258,15 +254,11 @@ TEST_CASE("online switch: a shutdown while the idle unload of retired images has
   for (int delay_ms : {21, 25, 30, 36}) {
     CAPTURE(delay_ms);
     Runtime rt(Options().with_residency(0, 0));  // the idle unload's window, not a park's
-    std::atomic<bool> stop{false};
-    std::thread busy([&] {  // no idle unload during the switches
-      while (!stop.load()) rt.wait(rt.submit(ops::nop()));
-    });
+    test::BusyNops busy(rt);  // no idle unload during the switches
     uint32_t retired = 0;
     for (unsigned i = 0; i < kLoads; ++i)
       retired = rt.load_operator_source("tag.cu", test::tag_source("tag", i % 2 ? 3 : 1)).retired;
-    stop.store(true);
-    busy.join();
+    CHECK(busy.stop());
     CHECK(retired >= kLoads / 2);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     const auto t0 = std::chrono::steady_clock::now();
