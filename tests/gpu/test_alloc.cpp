@@ -456,11 +456,11 @@ GPUOS_OPERATOR(heap_touch, HeapTouchArgs, heap_touch_tile)
 
 TEST_CASE("heap requests are served through generation switches; a user's suspend refuses them, after those in flight") {
   Runtime rt;
-  std::atomic<bool> stop{false};
   std::atomic<uint64_t> served{0}, refused{0};
   std::atomic<int> other_errors{0};
-  std::thread heap_user([&] {
-    while (!stop.load()) {
+  // A jthread: stopped and joined on any way out of the case, a throwing switch or suspend included.
+  std::jthread heap_user([&](std::stop_token st) {
+    while (!st.stop_requested()) {
       try {
         rt.free(rt.alloc(4096));
         served++;
@@ -475,13 +475,7 @@ TEST_CASE("heap requests are served through generation switches; a user's suspen
   for (int i = 0; i < switches; ++i) {
     const std::string src = "#include <gpuos/op.cuh>\n__device__ void switcher_tile(const gpuos::TileCtx&) {}\n"
                             "GPUOS_OPERATOR_NOARGS(switcher, switcher_tile)\n// version " + std::to_string(i) + "\n";
-    try {
-      rt.load_operator_source("switcher.cu", src);
-    } catch (...) {
-      stop = true;
-      heap_user.join();
-      throw;
-    }
+    rt.load_operator_source("switcher.cu", src);
   }
   const uint64_t before_suspend = served.load();
   CHECK(refused.load() == 0);
@@ -494,7 +488,7 @@ TEST_CASE("heap requests are served through generation switches; a user's suspen
   rt.resume();
   const uint64_t at_resume = served.load();
   settle(50ms, [&] { return served.load() > at_resume; });
-  stop = true;
+  heap_user.request_stop();
   heap_user.join();
   CHECK(served.load() > at_resume);  // served again after the resume
   CHECK(other_errors.load() == 0);
