@@ -16,9 +16,8 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
-namespace {
-std::size_t test_scale() {
-  static const std::size_t scale = [] {
+std::size_t scale() {
+  static const std::size_t value = [] {
     const char* v = std::getenv("GPUOS_TEST_SCALE");
     if (v == nullptr || *v == '\0') return std::size_t{1};
     char* end = nullptr;
@@ -29,16 +28,15 @@ std::size_t test_scale() {
     }
     return static_cast<std::size_t>(s);
   }();
-  return scale;
+  return value;
 }
-}  // namespace
 
 std::chrono::milliseconds slowed(std::chrono::milliseconds d) {
-  return d * static_cast<std::chrono::milliseconds::rep>(test_scale());
+  return d * static_cast<std::chrono::milliseconds::rep>(scale());
 }
 
 std::size_t scaled(std::size_t n, std::size_t at_least) {
-  const std::size_t m = n / test_scale();
+  const std::size_t m = n / scale();
   return m < at_least ? (at_least < n ? at_least : n) : m;
 }
 

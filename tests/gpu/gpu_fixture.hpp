@@ -77,6 +77,17 @@ std::size_t scaled(std::size_t n, std::size_t at_least = 1);
 /// `d` multiplied by GPUOS_TEST_SCALE: how long something that takes `d` at full speed may take in the
 /// same run.
 std::chrono::milliseconds slowed(std::chrono::milliseconds d);
+/// GPUOS_TEST_SCALE (1 when unset).
+std::size_t scale();
+/// A pause of `d` that goes on while `done()` is false, up to `d` times the scale in all: exactly `d` at
+/// full speed; under a sanitizer, where what it waits for (a load's next tasks, a refusal) comes orders
+/// of magnitude later, until that has happened.
+template <class Done>
+void pause_until(std::chrono::microseconds d, Done done) {
+  const auto end = std::chrono::steady_clock::now() + d * static_cast<std::chrono::microseconds::rep>(scale());
+  std::this_thread::sleep_for(d);
+  while (!done() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
 
 /// Tasks of operator `op` the runtime counted as completed (its row of list_ops).
 inline std::uint64_t completed_of(const Runtime& rt, std::uint32_t op) {

@@ -76,15 +76,6 @@ std::vector<unsigned char> pattern(uint64_t bytes, uint32_t tag) {
 
 bool aligned(const void* p, uint64_t a) { return reinterpret_cast<uint64_t>(p) % a == 0; }
 
-/// Sleeps `d`, then polls `done` until it holds or test::slowed(d) has passed in all: at full scale a
-/// sleep of `d`; under a sanitizer up to GPUOS_TEST_SCALE times longer while what it waits for lags.
-template <class Done>
-void settle(std::chrono::milliseconds d, Done done) {
-  const auto end = Clock::now() + test::slowed(d);
-  std::this_thread::sleep_for(d);
-  while (!done() && Clock::now() < end) std::this_thread::sleep_for(1ms);
-}
-
 }  // namespace
 
 TEST_CASE("host alloc/free: the block works with CUDA copies and as an operator argument") {
@@ -482,12 +473,12 @@ TEST_CASE("heap requests are served through generation switches; a user's suspen
   CHECK(before_suspend > 0);
   rt.suspend();
   const uint64_t at_suspend = served.load();
-  settle(50ms, [&] { return refused.load() > 0; });
+  test::pause_until(50ms, [&] { return refused.load() > 0; });
   CHECK(served.load() <= at_suspend + 1);  // at most the request that was completing
   CHECK(refused.load() > 0);               // the user's suspend refuses them
   rt.resume();
   const uint64_t at_resume = served.load();
-  settle(50ms, [&] { return served.load() > at_resume; });
+  test::pause_until(50ms, [&] { return served.load() > at_resume; });
   heap_user.request_stop();
   heap_user.join();
   CHECK(served.load() > at_resume);  // served again after the resume

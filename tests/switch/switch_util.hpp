@@ -33,10 +33,6 @@ namespace gpuos::test {
 using tools::tag_source;
 using tools::TagArgs;
 
-/// slowed() for pauses finer than a millisecond.
-inline std::chrono::microseconds slowed_us(std::chrono::microseconds d) {
-  return d * slowed(std::chrono::milliseconds(1)).count();
-}
 
 /// `o` with the submission ring divided by GPUOS_TEST_SCALE: the default 65,536 slots at full scale, else
 /// the largest power of two at most 65,536 / scale, and at least 256. The switch cases' submitting threads
@@ -47,17 +43,6 @@ inline Options scaled_queue(Options o) {
   uint32_t c = 256;
   while (size_t{c} * 2 <= want) c *= 2;
   return o.with_queue_capacity(c);
-}
-
-/// A pause while a load runs: `d`, then on while `moved()` is false, until slowed_us(d) has passed in all.
-/// At full speed the load submits thousands of tasks in `d` (and at full scale the pause is `d`); under a
-/// sanitizer the kernel runs them, and so makes room for new ones, orders of magnitude slower.
-template <class Moved>
-void pause_for_load(std::chrono::microseconds d, Moved moved) {
-  const auto end = std::chrono::steady_clock::now() + slowed_us(d);
-  std::this_thread::sleep_for(d);
-  while (!moved() && std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
 /// A thread that keeps the runtime busy with nops, one at a time, each waited for (at most slowed(10 s):
@@ -127,11 +112,11 @@ class Load {
   std::vector<std::thread> th_;
 };
 
-/// A pause after a switch (pause_for_load): `d`, longer until each thread's worth of tasks twice over was
+/// A pause after a switch (pause_until): `d`, longer until each thread's worth of tasks twice over was
 /// submitted since (a thread may count one task whose ticket came before the switch).
 inline void pause_under_load(const Load& load, std::chrono::microseconds d) {
   const uint64_t from = load.submitted(), more = 2 * load.tickets().size();
-  pause_for_load(d, [&] { return load.submitted() >= from + more; });
+  pause_until(d, [&] { return load.submitted() >= from + more; });
 }
 
 /// `cuts`: (first ticket, version) in increasing ticket order; a task with ticket t must hold the
@@ -485,12 +470,12 @@ inline uint32_t scaled_max_tiles(uint32_t grid) {
   return static_cast<uint32_t>(std::min<size_t>(m, MultiTileBuffers::kMaxTiles));
 }
 
-/// A pause after a switch (pause_for_load): `d`, longer until twice as many tasks of each operator as
+/// A pause after a switch (pause_until): `d`, longer until twice as many tasks of each operator as
 /// there are threads were submitted since.
 inline void pause_under_load(const MultiTileLoad& load, std::chrono::microseconds d) {
   const uint64_t more = 2 * load.threads();
   const uint64_t tiles = load.submitted_so_far(false), sums = load.submitted_so_far(true);
-  pause_for_load(d, [&] {
+  pause_until(d, [&] {
     return load.submitted_so_far(false) >= tiles + more && load.submitted_so_far(true) >= sums + more;
   });
 }
