@@ -59,8 +59,9 @@ enum class Kind { flag, integer, bytes, choice, path };
     "stay free for other work. An option set in code overrides it.")                                       \
   X(deadline_scale, "GPUOS_DEADLINE_SCALE", integer, 1, 1000, "", "1",                                      \
     "Multiplies every watchdog deadline (the runtime's, an operator's, a task's; and so the drain's stall " \
-    "bound where a deadline sets it), for runs under tools that slow the GPU: compute-sanitizer runs "     \
-    "operators 10-100 times slower. 1 outside such runs.")                                                 \
+    "bound where a deadline sets it) and the 30 s a launch, stop or suspend of the resident kernel may "   \
+    "take, for runs under tools that slow the GPU: compute-sanitizer runs operators 10-100 times slower. " \
+    "1 outside such runs.")                                                                                \
   X(drain_stall_ms, "GPUOS_DRAIN_STALL", integer, 100, 86400000, "", "30000",                               \
     "Shutdown and destroy drain every submitted task; they give up once none has completed for this "    \
     "long (ms; or the longest watchdog deadline in force, if longer): the runtime is then declared hung "  \

@@ -131,7 +131,7 @@ void Generations::switch_image(const std::vector<char>* cubin, gpuos_generation&
     }
   }
   const auto t0 = Clock::now();
-  if (running) c.stop(30.0);
+  if (running) c.stop();
   g.stop_ns = ns_since(t0);
   const auto stopped = Clock::now();
   // Every task below `fetched` was taken by the old kernel and has finished; the rest wait in the ring.

@@ -112,7 +112,7 @@ void Graphs::recycle(bool force) {
     {
       auto c = kernel_.control();
       if (c.running()) {
-        c.stop(30.0);
+        c.stop();
         c.launch();
       }
     }

@@ -27,7 +27,7 @@ void Monitor::reclaim_retired() {
   if (!c || c->images().retired_count() == 0 || !c->running() || run_.closing()) return;
   if (kernel_.queue().issued() != kernel_.queue().retired()) return;
   try {
-    c->stop(30.0);
+    c->stop();
     c->images().unload_retired();
     c->launch();
   } catch (const std::exception& e) {
@@ -39,7 +39,7 @@ void Monitor::end_slice() {
   std::optional<ResidentKernel::Control> c = kernel_.try_control();
   if (!c || !c->running() || run_.closing() || run_.faulted()) return;
   try {
-    c->stop(30.0);
+    c->stop();
     c->launch();
   } catch (const std::exception& e) {
     run_.set_fault(std::string("relaunching the kernel after its slice: ") + e.what());
@@ -54,7 +54,7 @@ void Monitor::park() {
   // that raced with the stop is seen by the check after it.
   q.set_parked(true);
   try {
-    c->stop(30.0);
+    c->stop();
     c->images().unload_retired();  // the device is idle anyway
     if (q.issued() != q.retired()) c->launch();
   } catch (const std::exception& e) {

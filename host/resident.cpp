@@ -34,7 +34,7 @@ void set_state_field(CUdeviceptr state, std::size_t offset, const T& v, CUstream
 
 ResidentKernel::ResidentKernel(CUcontext ctx, ImageSet& images, RunState& run, const common::Config& cfg,
                                std::uint32_t log2_capacity)
-    : ctx_(ctx), images_(images), run_(run) {
+    : ctx_(ctx), images_(images), run_(run), control_limit_(std::chrono::seconds(30) * cfg.deadline_scale) {
   try {
     const std::uint64_t cap = 1ull << log2_capacity;
     GPUOS_CU_TRY(drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
@@ -138,8 +138,9 @@ void ResidentKernel::launch_locked() {
         if (r != CUDA_ERROR_NOT_READY) cu_check(r, "resident kernel start", __FILE__, __LINE__);
         return false;
       },
-      common::Deadline::after(std::chrono::seconds(30)), common::kControlBackoff);
-  if (!started) fail(GPUOS_ERR_INTERNAL, "the resident kernel did not start within 30 s");
+      common::Deadline::after(control_limit_), common::kControlBackoff);
+  if (!started)
+    fail(GPUOS_ERR_INTERNAL, "the resident kernel did not start within " + std::to_string(control_limit_.count()) + " s");
   state_.store(KernelState::running);
   queue_->set_parked(false);
   check_stopped_state();  // the previous stop's snapshot preceded this launch on the stream
@@ -170,7 +171,7 @@ void ResidentKernel::abort() noexcept {
   }
 }
 
-void ResidentKernel::stop_locked(double timeout_s) {
+void ResidentKernel::stop_locked() {
   request_stop();
   const auto t0 = Clock::now();
   // Where a stop's time goes (GPUOS_SWITCH_TRACE): the front end saw the request, the last block left,
@@ -200,10 +201,9 @@ void ResidentKernel::stop_locked(double timeout_s) {
         }
         return false;
       },
-      common::Deadline::after(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(timeout_s))),
-      common::kControlBackoff);
+      common::Deadline::after(control_limit_), common::kControlBackoff);
   if (!stopped)
-    fail(GPUOS_ERR_INTERNAL, "the resident kernel did not stop within " + std::to_string(timeout_s) +
+    fail(GPUOS_ERR_INTERNAL, "the resident kernel did not stop within " + std::to_string(control_limit_.count()) +
                                  " s (a task may be stuck in an operator)");
   state_.store(KernelState::suspended);
   // Snapshot the scheduler state for the stop-time checks without waiting for it: the copy is ordered
@@ -275,13 +275,14 @@ void ResidentKernel::suspend() {
   // New requests are refused from here on; those in flight are served first (the kernel runs).
   user_suspended_.store(true, std::memory_order_seq_cst);
   if (!common::wait_until([&] { return serving_.load(std::memory_order_seq_cst) == 0 || run_.faulted(); },
-                          common::Deadline::after(std::chrono::seconds(30)), common::kCompletionBackoff)) {
+                          common::Deadline::after(control_limit_), common::kCompletionBackoff)) {
     user_suspended_.store(false);
-    fail(GPUOS_ERR_TIMEOUT, "suspend: the heap requests in flight were not served within 30 s (a task may be stuck in an operator)");
+    fail(GPUOS_ERR_TIMEOUT, "suspend: the heap requests in flight were not served within " +
+                                std::to_string(control_limit_.count()) + " s (a task may be stuck in an operator)");
   }
   CtxScope scope(ctx_);
   try {
-    c.stop(30.0);
+    c.stop();
   } catch (...) {
     user_suspended_.store(false);
     throw;
@@ -318,11 +319,11 @@ void ResidentKernel::relaunch_if_suspended() {
   user_suspended_.store(false);
 }
 
-void ResidentKernel::close(double timeout_s) {
+void ResidentKernel::close() {
   Control c = control();
   CtxScope scope(ctx_);
   if (c.running() && !run_.faulted())
-    c.stop(timeout_s);
+    c.stop();
   else if (run_.faulted())
     stop_if_running(5.0);  // a failure the host declared (not the device's) can leave the kernel running
   if (state_.load() != KernelState::running) state_.store(KernelState::stopped);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -61,16 +62,21 @@ class ResidentKernel {
   const char* state_name() const;
   std::uint64_t launches() const { return launches_.load(); }
   std::uint64_t heartbeat() const;
+  /// How long a launch may take to start every block, a stop to see the kernel exit, and suspend to see
+  /// the heap requests in flight served: 30 s, times GPUOS_DEADLINE_SCALE (tools that slow the GPU
+  /// slow these as much as any operator).
+  std::chrono::seconds control_limit() const { return control_limit_; }
 
   /// Holds the control lock: the kernel neither starts nor stops under it except through it.
   class Control {
    public:
     bool running() const { return k_->state_.load() == KernelState::running; }
-    /// Launches the image set's current image and waits until every block runs (30 s at most).
+    /// Launches the image set's current image and waits until every block runs (control_limit() at
+    /// most).
     void launch() { k_->launch_locked(); }
-    /// Asks the running kernel to stop and waits until it has (timeout_s at most, then throws
+    /// Asks the running kernel to stop and waits until it has (control_limit() at most, then throws
     /// GPUOS_ERR_INTERNAL). A driver error on the kernel's stream sets the fault and throws.
-    void stop(double timeout_s) { k_->stop_locked(timeout_s); }
+    void stop() { k_->stop_locked(); }
     /// Tickets [0, fetched) were taken from the ring by kernels that have stopped (after stop()).
     std::uint64_t fetched() const;
     const StopTiming& last_stop() const { return k_->last_stop_; }
@@ -110,7 +116,7 @@ class ResidentKernel {
   void relaunch_if_suspended();
   /// For shutdown, after the drain: stops the kernel (one a host-side failure left running after a fault
   /// too, within 5 s) and marks it stopped for good.
-  void close(double timeout_s);
+  void close();
   /// For the monitor: a driver error on the kernel's stream, or an exit nobody asked for, sets the fault.
   void watch();
   /// Stops a kernel that may still run whatever the state says (a host-side failure can leave one
@@ -135,7 +141,7 @@ class ResidentKernel {
  private:
   void free_pinned() noexcept;
   void launch_locked();
-  void stop_locked(double timeout_s);
+  void stop_locked();
   /// Asks the kernel of run_id_ to stop, unless it was told to abort (which a stop must not undo).
   void request_stop() noexcept;
   /// Checks the scheduler invariants of the last stop's snapshot (once its copy completed).
@@ -144,6 +150,7 @@ class ResidentKernel {
   CUcontext ctx_;
   ImageSet& images_;
   RunState& run_;
+  const std::chrono::seconds control_limit_;
   void* heap_ = nullptr;
 
   // Mapped pinned host memory (host pointer == device pointer under unified addressing).

@@ -120,7 +120,7 @@ void Runtime::close() {
   }
   if (monitor_) monitor_->stop();
   if (watchdog_) watchdog_->stop();
-  if (kernel_) kernel_->close(30.0);
+  if (kernel_) kernel_->close();
   closed_ = true;
 }
 

@@ -45,23 +45,29 @@ run_limited() {
   local log=$1
   shift
   "$@" >"$log" 2>&1 &
-  local pid=$! ticks=0
+  local pid=$! ticks=0 p procs
   while kill -0 "$pid" 2>/dev/null; do
     if [ $ticks -ge $((limit * 10)) ]; then
       {
-        echo "gpu_run: still running after ${limit} s; its threads:"
-        for t in /proc/"$pid"/task/*; do
-          echo "  tid $(basename "$t") $(cat "$t"/comm 2>/dev/null) state=$(awk '{print $3}' "$t"/stat 2>/dev/null)" \
-               "wchan=$(cat "$t"/wchan 2>/dev/null) syscall=$(cut -d' ' -f1 "$t"/syscall 2>/dev/null)"
-          sed 's/^/      /' "$t"/stack 2>/dev/null | head -n 12
+        echo "gpu_run: still running after ${limit} s; its threads (and its children's: a tool runs the test"
+        echo "as its child):"
+        procs=$pid
+        for p in $(pgrep -P "$pid"); do procs="$procs $p $(pgrep -P "$p" | tr '\n' ' ')"; done
+        for p in $procs; do
+          echo "  process $p: $(tr '\0' ' ' < /proc/"$p"/cmdline 2>/dev/null | cut -c1-200)"
+          for t in /proc/"$p"/task/*; do
+            echo "  tid $(basename "$t") $(cat "$t"/comm 2>/dev/null) state=$(awk '{print $3}' "$t"/stat 2>/dev/null)" \
+                 "wchan=$(cat "$t"/wchan 2>/dev/null) syscall=$(cut -d' ' -f1 "$t"/syscall 2>/dev/null)"
+            sed 's/^/      /' "$t"/stack 2>/dev/null | head -n 12
+          done
+          if command -v cuda-gdb >/dev/null; then
+            timeout 90 cuda-gdb -q -batch -p "$p" -ex "info threads" -ex "thread apply all bt 20" 2>&1 | tail -n 300
+          fi
         done
-        if command -v cuda-gdb >/dev/null; then
-          timeout 90 cuda-gdb -q -batch -p "$pid" -ex "info threads" -ex "thread apply all bt 20" 2>&1 | tail -n 300
-        fi
       } >>"$log" 2>&1
-      kill -TERM "$pid" 2>/dev/null
+      kill -TERM $procs 2>/dev/null
       sleep 10
-      kill -KILL "$pid" 2>/dev/null
+      kill -KILL $procs 2>/dev/null
       wait "$pid" 2>/dev/null
       return 124
     fi
