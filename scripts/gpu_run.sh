@@ -6,7 +6,8 @@
 #
 # PART: tests (every GPU suite binary), sanitize (the GPU suites under compute-sanitizer: SANITIZE_TOOLS,
 # default "memcheck racecheck synccheck"; SANITIZE_ARGS, extra arguments of each suite, e.g. a doctest
-# filter; SANITIZE_SUITES, the suites to run, e.g. "runtime graphs", default every one; SANITIZE_SCALE,
+# filter; SANITIZE_SUITES, the suites to run, e.g. "runtime graphs", default every one but stream, which
+# hangs under the tools (docs/design.md, Known limits: it runs only when named here); SANITIZE_SCALE,
 # what the suites' long loops are divided by, GPUOS_TEST_SCALE, default 100; SANITIZE_SMS, the SMs the
 # resident kernel occupies, GPUOS_SM_BUDGET, default 8: the tools slow every thread that runs; the
 # watchdog's deadlines are multiplied by the scale too, GPUOS_DEADLINE_SCALE),
@@ -132,8 +133,12 @@ for part in "${parts[@]}"; do
     sanitize)
       # Every GPU suite under compute-sanitizer, one tool at a time; a suite passes when the sanitizer
       # reports nothing (--error-exitcode) and the suite's own checks pass. Left out: the suites that fault
-      # or end the kernel on purpose (the sanitizer reports the fault they cause) and the soak.
+      # or end the kernel on purpose (the sanitizer reports the fault they cause) and the soak; stream
+      # unless SANITIZE_SUITES names it: under the tools a stop of the kernel waits in the tool's
+      # cuStreamQuery for a device that cannot go idle (docs/design.md, Known limits).
       san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      [ -z "${SANITIZE_SUITES:-}" ] &&
+        echo "sanitize: gpuos_gpu_stream not run under the tools (it hangs there: docs/design.md, Known limits)" | tee -a "$summary"
       for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         for exe in "$build"/tests/gpuos_gpu_*; do
           [ -f "$exe" ] && [ -x "$exe" ] || continue
@@ -141,6 +146,8 @@ for part in "${parts[@]}"; do
           case $name in gpuos_gpu_fault | gpuos_gpu_graph_fault | gpuos_gpu_faults | gpuos_gpu_watchdog | gpuos_gpu_soak) continue ;; esac
           if [ -n "${SANITIZE_SUITES:-}" ]; then
             case " $SANITIZE_SUITES " in *" ${name#gpuos_gpu_} "*) ;; *) continue ;; esac
+          elif [ "$name" = gpuos_gpu_stream ]; then
+            continue
           fi
           # shellcheck disable=SC2086  # SANITIZE_ARGS: doctest filters, split on purpose
           step "$tool $name" "$logs/$tool.$name.log" env GPUOS_TEST_SCALE="${SANITIZE_SCALE:-100}" GPUOS_DEADLINE_SCALE="${SANITIZE_SCALE:-100}" \
