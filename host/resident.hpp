@@ -62,19 +62,15 @@ class ResidentKernel {
   const char* state_name() const;
   std::uint64_t launches() const { return launches_.load(); }
   std::uint64_t heartbeat() const;
-  /// How long a launch may take to start every block, a stop to see the kernel exit, and suspend to see
-  /// the heap requests in flight served: 30 s, times GPUOS_DEADLINE_SCALE (tools that slow the GPU
-  /// slow these as much as any operator).
-  std::chrono::seconds control_limit() const { return control_limit_; }
 
   /// Holds the control lock: the kernel neither starts nor stops under it except through it.
   class Control {
    public:
     bool running() const { return k_->state_.load() == KernelState::running; }
-    /// Launches the image set's current image and waits until every block runs (control_limit() at
+    /// Launches the image set's current image and waits until every block runs (control_limit_ at
     /// most).
     void launch() { k_->launch_locked(); }
-    /// Asks the running kernel to stop and waits until it has (control_limit() at most, then throws
+    /// Asks the running kernel to stop and waits until it has (control_limit_ at most, then throws
     /// GPUOS_ERR_INTERNAL). A driver error on the kernel's stream sets the fault and throws.
     void stop() { k_->stop_locked(); }
     /// Tickets [0, fetched) were taken from the ring by kernels that have stopped (after stop()).
@@ -150,6 +146,9 @@ class ResidentKernel {
   CUcontext ctx_;
   ImageSet& images_;
   RunState& run_;
+  /// How long a launch may take to start every block, a stop to see the kernel exit, and suspend to see
+  /// the heap requests in flight served: 30 s, times GPUOS_DEADLINE_SCALE (tools that slow the GPU
+  /// slow these as much as any operator).
   const std::chrono::seconds control_limit_;
   void* heap_ = nullptr;
 

@@ -134,8 +134,8 @@ for part in "${parts[@]}"; do
       # Every GPU suite under compute-sanitizer, one tool at a time; a suite passes when the sanitizer
       # reports nothing (--error-exitcode) and the suite's own checks pass. Left out: the suites that fault
       # or end the kernel on purpose (the sanitizer reports the fault they cause) and the soak; stream
-      # unless SANITIZE_SUITES names it: under the tools a stop of the kernel waits in the tool's
-      # cuStreamQuery for a device that cannot go idle (docs/design.md, Known limits).
+      # unless SANITIZE_SUITES names it: under the tools a stop of the kernel does not return from the
+      # tool's cuStreamQuery while a stream waits for a task (docs/design.md, Known limits).
       san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
       [ -z "${SANITIZE_SUITES:-}" ] &&
         echo "sanitize: gpuos_gpu_stream not run under the tools (it hangs there: docs/design.md, Known limits)" | tee -a "$summary"
