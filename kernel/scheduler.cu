@@ -114,8 +114,8 @@ inline constexpr uint32_t kMaxStreak = 32;
 struct BlockShared {
   /// This image's jump-table rows, copied at launch: the rows cannot change while an image runs, and
   /// read from global memory they cost two dependent L2 round trips per task (every acquire fence
-  /// drops the L1 copy).
-  OpEntry ops[GPUOS_MAX_OPS];
+  /// drops the L1 copy). 16-byte aligned: run_links reads a row's second half in one load.
+  alignas(16) OpEntry ops[GPUOS_MAX_OPS];
   Payload payload;  // the task being run (args read from here by every thread)
   /// What the running batch of tiles is told (the adapter copies it; finish() reads ticket and scratch).
   TileCtx ctx;
@@ -170,27 +170,26 @@ __device__ __forceinline__ void cache_op_table(BlockShared& sh) {
   }
 }
 
-/// One thread, the block's record present (sh.work): the block calls operator `op` (its jump-table slot)
-/// for `ticket`, from tile `tile` (kWorkFinish: the finish function); `count` tells two such calls apart
-/// (BlockWork::call). Two plain stores a call, this and work_idle, no fence: the watchdog only needs to
-/// see a call that lasts.
-__device__ __forceinline__ void work_busy(const BlockShared& sh, uint64_t ticket, uint32_t tile, uint32_t count,
-                                          uint32_t op) {
+/// One thread, the block's record `work` present (sh.work): the block calls operator `op` (its jump-table
+/// slot) for `ticket`, from tile `tile` (kWorkFinish: the finish function); `count` tells two such calls
+/// apart (BlockWork::call). Two plain stores a call, this and work_idle, no fence: the watchdog only needs
+/// to see a call that lasts.
+__device__ __forceinline__ void work_busy(BlockWork* work, uint64_t ticket, uint32_t tile, uint32_t count, uint32_t op) {
   const uint32_t call = ((count & 0x7fffu) << 16) | (op & 0xffffu) | kWorkBusy;
   const unsigned long long w1 = tile | (static_cast<unsigned long long>(call) << 32);
-  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(sh.work), "l"(ticket), "l"(w1) : "memory");
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(work), "l"(ticket), "l"(w1) : "memory");
 }
 /// One thread, the block's record present: the call work_busy announced with `count` has returned.
-__device__ __forceinline__ void work_idle(const BlockShared& sh, uint32_t count) {
-  reinterpret_cast<volatile BlockWork*>(sh.work)->call = (count & 0x7fffu) << 16;
+__device__ __forceinline__ void work_idle(BlockWork* work, uint32_t count) {
+  reinterpret_cast<volatile BlockWork*>(work)->call = (count & 0x7fffu) << 16;
 }
 /// All threads (thread 0 writes): work_busy with the block's call count, one more.
 __device__ __forceinline__ void work_begin(BlockShared& sh, uint64_t ticket, uint32_t op, uint32_t tile) {
-  if (threadIdx.x == 0 && sh.work) work_busy(sh, ticket, tile, ++sh.work_calls, op);
+  if (threadIdx.x == 0 && sh.work) work_busy(sh.work, ticket, tile, ++sh.work_calls, op);
 }
 /// All threads (thread 0 writes): the call work_begin announced has returned.
 __device__ __forceinline__ void work_end(BlockShared& sh) {
-  if (threadIdx.x == 0 && sh.work) work_idle(sh, sh.work_calls);
+  if (threadIdx.x == 0 && sh.work) work_idle(sh.work, sh.work_calls);
 }
 
 /// The host's watchdog gave up on this kernel (kAbortRun): ends the launch at once with a fault, as the
@@ -932,10 +931,130 @@ struct WorkerShared {
   };
   ulonglong2 head_post[2];  // DeviceState head and special_post, read with the prefetch into rec[k ^ 1]
   uint64_t handed;          // the record node_done handed the block, for every thread
+  // run_links' state, read and written by all threads alike: its live values across an operator's call
+  // are only these (in registers they were saved and reloaded around every call).
+  TaskRecord* link_r;    // the record in rec[link_b]
+  uint32_t link_b;
+  uint32_t link_run;     // continuations run since run_continuations was entered
+  uint32_t link_ran;     // link_r ran (with status link_st) and waits for node_done; 0: it has not run
+  uint32_t link_st;
+  uint32_t unreleased;   // what the nodes run since the last release wrote (merge_writes)
+  TileCtx link_ctx[2];     // what run_links' tiles are told, by the parity of their record in rec
+  double link_scratch[2];  // their scratch words
 };
 inline constexpr uint32_t kPrefetchFrom = offsetof(TaskRecord, payload);
 inline constexpr uint32_t kPrefetchCopies = (sizeof(TaskRecord) - kPrefetchFrom) / 16;
 static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
+
+/// All threads of a worker block, cs.rec[cs.link_b] holding the words of cs.link_r, a graph node of one
+/// tile with no cause: runs chain links (a node of one tile whose only successor has no other predecessor)
+/// one after another, in this block, while the next is one too and nothing asks the block to stop.
+/// Returns with cs.link_r at the record it stopped on, its words in cs.rec[cs.link_b] (ticket included),
+/// not run (cs.link_ran 0: it is no chain link) or run with status cs.link_st (1: it needs node_done).
+///
+/// A step is the tile, one barrier and a decision every thread makes alike, and costs little more than
+/// the operator's call (an H100: ~2,600 cycles a step with the general bookkeeping of every node, against
+/// ~750 for the bare loop): out of line, so that what lives across the call stays in registers the
+/// callee preserves, with every value that cannot change during the run read once (the block's own
+/// ticket and chain, the watchdog record, the launch's ticket), and each step's words read in 16-byte
+/// loads:
+/// - While the node's tile runs, the successor's payload and line 1 are copied into the other record
+///   of cs (cp.async: no register holds them across the operator's call), with `head`.
+/// - The successor runs next in the same block, so the node's writes need no fence to reach it: the
+///   barrier after the tile orders them for the whole block. The block keeps the strongest release its
+///   nodes since the last fence need (cs.unreleased) and pays it once, before anything leaves the block
+///   (an arrival, a hand-off to the board, a completion record). Nothing else may run the successor: it
+///   becomes ready only through this node.
+/// - A link's scratch word is in shared memory (two, alternating; the next one is zeroed while the tile
+///   runs): no node but this one reads it. The successor's arrival count is not touched (an in-degree of
+///   1 never reads it), its claim word is never armed, and its record's ticket is written only where the
+///   run stops (no one reads it before).
+__device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, void* smem, WorkerShared& cs) {
+  const unsigned tid = threadIdx.x;
+  uint32_t b = cs.link_b;
+  TaskRecord* const recs = cs.link_r - cs.rec[b].node;
+  uint32_t cur = cs.rec[b].node;
+  uint32_t run = cs.link_run;
+  const uint64_t ticket = cs.rec[b].ticket;
+  // The block's own ticket and chain do not change while it runs here.
+  const uint64_t mine = cs.have ? cs.mine : ~0ull;
+  const uint32_t streak = sh.chain != 0 ? kMaxStreak : ~0u;  // continuations before the chain's turn
+  BlockWork* const work = sh.work;
+  uint32_t calls = sh.work_calls;
+  uint32_t unreleased = cs.unreleased;  // thread 0's
+  uint32_t ran = 0, st = kTaskOk;
+  if (tid < 2) {
+    cs.link_ctx[tid] = TileCtx{0u, 1u, ticket, smem, &cs.link_scratch[tid]};
+    cs.link_scratch[tid] = 0.0;
+  }
+  __syncthreads();
+  for (;;) {
+    const TaskRecord& m = cs.rec[b];
+    const uint2 sc = *reinterpret_cast<const uint2*>(&m.succ_begin);  // succ_begin, succ_count
+    if (sc.y != 1 || (sc.x >> kSuccNodeBits) != 1) break;  // not a link: the caller runs it
+    const uint32_t next = sc.x & kSuccNodeMask;
+    // cs.rec[b ^ 1] was last read before the barrier that ended the step before this one.
+    if (tid < kPrefetchCopies)
+      copy_async16(reinterpret_cast<char*>(&cs.rec[b ^ 1]) + kPrefetchFrom + 16 * tid,
+                   reinterpret_cast<const char*>(&recs[next]) + kPrefetchFrom + 16 * tid);
+    else if (tid == kPrefetchCopies)
+      copy_async16(&cs.head_post[b], &p.state->head);
+    else if (tid == kPrefetchCopies + 1)
+      cs.link_scratch[b ^ 1] = 0.0;  // the successor's; the last tile that used it ended before this step
+    // The operator: its row and the payload's header in two 16-byte and one 8-byte load.
+    const uint64_t hdr = *reinterpret_cast<const uint64_t*>(&m.payload);
+    const uint32_t op = static_cast<uint32_t>(hdr & 0xffffu);
+    const uint32_t arg_bytes = static_cast<uint32_t>(hdr >> 16) & 0xffu;
+    const uint32_t tiles = static_cast<uint32_t>(hdr >> 32);
+    const OpEntry* const row = &sh.ops[op < GPUOS_MAX_OPS ? op : 0u];
+    const uint4 e1 = *reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(row) + 16);  // finish, arg_bytes, flags
+    const TileRangeFn tile = row->tile;
+    st = op >= GPUOS_MAX_OPS || tile == nullptr ? kTaskBadOp
+         : e1.z != arg_bytes || tiles != 1      ? kTaskBadArgs
+                                                : kTaskOk;
+    if (st == kTaskOk) {
+      if (tid == 0 && work) work_busy(work, ticket, 0u, ++calls, op);
+      tile(m.payload.args, cs.link_ctx[b], 1u);
+      if (tid == 0 && work) work_idle(work, calls);
+    }
+    wait_async();
+    __syncthreads();  // the tile's writes, the prefetch
+    if (st == kTaskOk && (e1.x | e1.y) != 0) {
+      const TileFn finish = reinterpret_cast<TileFn>(static_cast<uintptr_t>(e1.x) | static_cast<uintptr_t>(e1.y) << 32);
+      if (tid == 0 && work) work_busy(work, ticket, kWorkFinish, ++calls, op);
+      finish(m.payload.args, cs.link_ctx[b]);
+      if (tid == 0 && work) work_idle(work, calls);
+      __syncthreads();
+    }
+    unreleased = merge_writes(unreleased, st == kTaskOk ? e1.w : GPUOS_OP_NO_WRITES);
+    // Every thread decides alike, from shared memory no thread writes before the next barrier.
+    const TaskRecord& q = cs.rec[b ^ 1];
+    const uint64_t qhdr = *reinterpret_cast<const uint64_t*>(&q.payload);
+    const bool yield = mine < cs.head_post[b].x || run >= streak;
+    if (st != kTaskOk || yield || q.cause != 0 || slot_tiles(static_cast<uint32_t>(qhdr >> 32)) != 1) {
+      ran = 1;
+      break;
+    }
+    cur = next;
+    b ^= 1;
+    ++run;
+  }
+  TaskRecord& r = recs[cur];
+  if (tid == 0) {
+    // Where the caller goes on: the general path reads the record's ticket and scratch.
+    cs.rec[b].ticket = ticket;
+    r.ticket = ticket;
+    r.scratch = ran ? cs.link_scratch[b] : 0.0;
+    cs.link_r = &r;
+    cs.link_b = b;
+    cs.link_run = run;
+    cs.link_ran = ran;
+    cs.link_st = st;
+    cs.unreleased = unreleased;
+    sh.work_calls = calls;
+  }
+  __syncthreads();
+}
 
 /// All threads of a worker block: runs record `r`, ready, unarmed and the block's alone (a record one of
 /// its completions handed it, or one it took from a ready batch), then the continuations that hands on,
@@ -943,29 +1062,19 @@ static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
 /// (cs.have, cs.mine: `head`, read with each step's prefetch, has passed it) or its chain has waited
 /// kMaxStreak continuations; the continuation left over is then offered to the board.
 ///
-/// A graph node of one tile whose only successor has no other predecessor (a chain's link) runs here
-/// without the scheduler's general path, which costs a chain step ~8,000 cycles on an H100 (the worker
-/// loop's decision, the record's load, claim bookkeeping, a device-scope fence, the successor's
-/// hand-off). A step is the tile, one barrier and a decision every thread makes alike:
-/// - While the node's tile runs, the successor's payload and line 1 are copied into the other record
-///   of cs (cp.async: no register holds them across the operator's call), with `head`.
-/// - The successor runs next in the same block, so the node's writes need no fence to reach it: the
-///   barrier after the tile orders them for the whole block. The block keeps the strongest release its
-///   nodes since the last fence need (merge_writes) and pays it once, before anything leaves the block
-///   (an arrival, a hand-off to the board, a completion record). Nothing else may run the successor: it
-///   becomes ready only through this node.
-/// - The successor's arrival count is not touched (an in-degree of 1 never reads it) and its claim word
-///   is never armed, as for any continuation of one tile.
-/// Anything else (a node of many tiles, a graph launch, a host ticket, a node that fails or is skipped)
-/// goes through work_entry; a node with other successors through node_done, after the release.
+/// A chain's links run in run_links, without the scheduler's general path, which costs a chain step
+/// ~8,000 cycles on an H100 (the worker loop's decision, the record's load, claim bookkeeping, a
+/// device-scope fence, the successor's hand-off). Another graph node of one tile runs here and goes
+/// through node_done (arrivals, batches), after the release of what the block's nodes wrote; anything
+/// else (a node of many tiles, a graph launch, a host ticket, a node that fails or is skipped) goes
+/// through work_entry.
 __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* smem, WorkerShared& cs,
                                   TaskRecord* r) {
-  DeviceState& s = *p.state;
   const unsigned tid = threadIdx.x;
-  uint32_t unreleased = GPUOS_OP_NO_WRITES;  // thread 0's: what the nodes run since the last fence wrote
-  uint32_t run = 0;                          // continuations run here after the first
-  uint32_t b = 0;                            // cs.rec[b]: the record being run
-  bool fetched = false;                      // cs.rec[b] holds r's words already (prefetched)
+  uint32_t run = 0;       // continuations run here after the first
+  uint32_t b = 0;         // cs.rec[b]: the record being run
+  bool fetched = false;   // cs.rec[b] holds r's words already (prefetched)
+  if (tid == 0) cs.unreleased = GPUOS_OP_NO_WRITES;
   for (;;) {
     if (!fetched) {
       // A record handed on through the general path, which may have just written it (volatile reads).
@@ -973,63 +1082,52 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
       if (tid == 0) r->scratch = 0.0;
       __syncthreads();
     }
-    const TaskRecord& m = cs.rec[b];
-    const uint32_t tiles = m.payload.tiles;
-    if (m.exec == 0 || m.cause != 0 || slot_tiles(tiles) != 1) {
-      load_meta(sh, m);
-      if (tid == 0) release_flags(unreleased);  // before work_entry hands anything on
+    const TaskRecord& m0 = cs.rec[b];
+    if (m0.exec == 0 || m0.cause != 0 || slot_tiles(m0.payload.tiles) != 1) {
+      load_meta(sh, m0);
+      if (tid == 0) release_flags(cs.unreleased);  // before work_entry hands anything on
       __syncthreads();
       work_entry(p, sh, smem, *r, kBoardSize, true, 0, true, true);
       return;
     }
-    const uint64_t ticket = m.ticket;
-    const uint32_t w = m.succ_begin;
-    TaskRecord& nx = (r - m.node)[w & kSuccNodeMask];
-    const bool solo = m.succ_count == 1 && (w >> kSuccNodeBits) == 1;
-    // cs.rec[b ^ 1] was last read before the barrier that ended the step before this one.
-    if (solo && tid < kPrefetchCopies)
-      copy_async16(reinterpret_cast<char*>(&cs.rec[b ^ 1]) + kPrefetchFrom + 16 * tid,
-                   reinterpret_cast<const char*>(&nx) + kPrefetchFrom + 16 * tid);
-    else if (tid == kPrefetchCopies)
-      copy_async16(&cs.head_post[b], &s.head);
-    if (solo && tid == 0) {
-      cs.rec[b ^ 1].ticket = ticket;
-      nx.ticket = ticket;
-      nx.scratch = 0.0;  // before the barrier below, which the successor's tile follows
+    if (tid == 0) {
+      cs.link_r = r;
+      cs.link_b = b;
+      cs.link_run = run;
     }
-    uint32_t st;
-    const OpEntry* op = validate(sh, m.payload, st);
-    const TileCtx ctx{0u, tiles, ticket, smem, &r->scratch};
-    if (op) {
-      work_begin(sh, ticket, m.payload.op, 0u);
-      op->tile(m.payload.args, ctx, 1u);
-      work_end(sh);
+    __syncthreads();
+    run_links(p, sh, smem, cs);
+    r = cs.link_r;
+    b = cs.link_b;
+    run = cs.link_run;
+    uint32_t st = cs.link_st;
+    const TaskRecord& m = cs.rec[b];
+    if (!cs.link_ran) {
+      // A node of one tile with other successors, or one sharing its successor: run, then node_done.
+      if (tid == 0) copy_async16(&cs.head_post[b], &p.state->head);
+      const OpEntry* op = validate(sh, m.payload, st);
+      const TileCtx ctx{0u, 1u, m.ticket, smem, &r->scratch};
+      if (op) {
+        work_begin(sh, m.ticket, m.payload.op, 0u);
+        op->tile(m.payload.args, ctx, 1u);
+        work_end(sh);
+      }
+      wait_async();
+      __syncthreads();  // the tile's writes, the read of head
+      if (op && op->finish) {
+        work_begin(sh, m.ticket, m.payload.op, kWorkFinish);
+        op->finish(m.payload.args, ctx);
+        work_end(sh);
+        __syncthreads();
+      }
+      if (tid == 0) cs.unreleased = merge_writes(cs.unreleased, write_flags(op));
     }
-    wait_async();
-    __syncthreads();  // the tile's writes, the prefetch
-    if (op && op->finish) {
-      work_begin(sh, ticket, m.payload.op, kWorkFinish);
-      op->finish(m.payload.args, ctx);
-      work_end(sh);
-      __syncthreads();
-    }
-    // Every thread decides alike, from shared memory no thread writes before the next barrier.
-    const TaskRecord& q = cs.rec[b ^ 1];
-    const uint64_t head = cs.head_post[b].x;
-    const bool yield = (cs.have && cs.mine < head) || (sh.chain != 0 && run >= kMaxStreak);
-    if (tid == 0) unreleased = merge_writes(unreleased, write_flags(op));
-    if (solo && st == kTaskOk && !yield && q.cause == 0 && slot_tiles(q.payload.tiles) == 1) {
-      r = &nx;
-      b ^= 1;
-      ++run;
-      fetched = true;
-      continue;
-    }
+    const bool yield = (cs.have && cs.mine < cs.head_post[b].x) || (sh.chain != 0 && run >= kMaxStreak);
     // The general path: node_done reads the node's words in sh, and this block's writes leave it.
     load_meta(sh, m);
     if (tid == 0) {
-      release_flags(unreleased);
-      unreleased = GPUOS_OP_NO_WRITES;
+      release_flags(cs.unreleased);
+      cs.unreleased = GPUOS_OP_NO_WRITES;
     }
     __syncthreads();
     node_done(p, sh, smem, *r, st);
@@ -1565,7 +1663,7 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
     // The watchdog's record, before the barrier the tile waits for anyway; it goes idle after the
     // completion record. A lone task's ticket is its own, so its low bits tell two calls apart: no call
     // count (work_begin's shared-memory increment) on this path.
-    if (tid == 0 && sh.work) work_busy(sh, head, 0u, static_cast<uint32_t>(head), w[0]);
+    if (tid == 0 && sh.work) work_busy(sh.work, head, 0u, static_cast<uint32_t>(head), w[0]);
   }
   const TileCtx ctx{0u, 1u, head, smem, &sh.local_scratch};
   __syncthreads();
@@ -1584,7 +1682,7 @@ __device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh
   if (tid == 0) {
     release_writes(op);
     host_record(p, ctx.ticket, st, st == kTaskOk ? blockIdx.x + 1 : sh.payload.op);
-    if (sh.work) work_idle(sh, static_cast<uint32_t>(ctx.ticket));
+    if (sh.work) work_idle(sh.work, static_cast<uint32_t>(ctx.ticket));
   }
   uint64_t steps = 0;
   if (tid == 0) {
