@@ -946,6 +946,29 @@ inline constexpr uint32_t kPrefetchFrom = offsetof(TaskRecord, payload);
 inline constexpr uint32_t kPrefetchCopies = (sizeof(TaskRecord) - kPrefetchFrom) / 16;
 static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
 
+// The built-in operators' adapters (kernel/builtin_ops.cu, compiled in the same translation unit as this
+// file in every image).
+#define GPUOS_DECLARE_TILE_(ID, name) \
+  extern "C" __device__ void gpuos_op_##name##_tile(const void* a, const ::gpuos::TileCtx& c, unsigned int count);
+GPUOS_BUILTIN_OPS(GPUOS_DECLARE_TILE_)
+#undef GPUOS_DECLARE_TILE_
+
+/// All threads: one tile of a chain link, `tile` being its operator's adapter. A built-in operator's is
+/// called directly, and so inlined here: an H100 takes ~1,200 cycles for a tiny add's call through the
+/// jump table from run_links (the adapter saves and restores ~30 registers through the stack) and ~350
+/// inlined. An operator loaded at run time is linked into a later image than this code was compiled
+/// for, and is called through its row.
+__device__ __forceinline__ void link_tile(TileRangeFn tile, const void* args, const TileCtx& c) {
+#define GPUOS_LINK_BUILTIN_(ID, name)       \
+  if (tile == &gpuos_op_##name##_tile) {    \
+    gpuos_op_##name##_tile(args, c, 1u);    \
+    return;                                 \
+  }
+  GPUOS_BUILTIN_OPS(GPUOS_LINK_BUILTIN_)
+#undef GPUOS_LINK_BUILTIN_
+  tile(args, c, 1u);
+}
+
 /// All threads of a worker block, cs.rec[cs.link_b] holding the words of cs.link_r, a graph node of one
 /// tile with no cause: runs chain links (a node of one tile whose only successor has no other predecessor)
 /// one after another, in this block, while the next is one too and nothing asks the block to stop.
@@ -983,6 +1006,7 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
   uint32_t calls = sh.work_calls;
   uint32_t unreleased = cs.unreleased;  // thread 0's
   uint32_t ran = 0, st = kTaskOk;
+  const uint64_t* const head = &p.state->head;  // (p is in local memory: one load, not one a step)
   if (tid < 2) {
     cs.link_ctx[tid] = TileCtx{0u, 1u, ticket, smem, &cs.link_scratch[tid]};
     cs.link_scratch[tid] = 0.0;
@@ -998,7 +1022,7 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
       copy_async16(reinterpret_cast<char*>(&cs.rec[b ^ 1]) + kPrefetchFrom + 16 * tid,
                    reinterpret_cast<const char*>(&recs[next]) + kPrefetchFrom + 16 * tid);
     else if (tid == kPrefetchCopies)
-      copy_async16(&cs.head_post[b], &p.state->head);
+      copy_async16(&cs.head_post[b], head);
     else if (tid == kPrefetchCopies + 1)
       cs.link_scratch[b ^ 1] = 0.0;  // the successor's; the last tile that used it ended before this step
     // The operator: its row and the payload's header in two 16-byte and one 8-byte load.
@@ -1014,7 +1038,7 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
                                                 : kTaskOk;
     if (st == kTaskOk) {
       if (tid == 0 && work) work_busy(work, ticket, 0u, ++calls, op);
-      tile(m.payload.args, cs.link_ctx[b], 1u);
+      link_tile(tile, m.payload.args, cs.link_ctx[b]);
       if (tid == 0 && work) work_idle(work, calls);
     }
     wait_async();
@@ -1090,19 +1114,24 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
       work_entry(p, sh, smem, *r, kBoardSize, true, 0, true, true);
       return;
     }
-    if (tid == 0) {
-      cs.link_r = r;
-      cs.link_b = b;
-      cs.link_run = run;
+    uint32_t st = kTaskOk;
+    bool ran = false;
+    if (m0.succ_count == 1 && (m0.succ_begin >> kSuccNodeBits) == 1) {  // a chain link
+      if (tid == 0) {
+        cs.link_r = r;
+        cs.link_b = b;
+        cs.link_run = run;
+      }
+      __syncthreads();
+      run_links(p, sh, smem, cs);
+      r = cs.link_r;
+      b = cs.link_b;
+      run = cs.link_run;
+      st = cs.link_st;
+      ran = cs.link_ran != 0;
     }
-    __syncthreads();
-    run_links(p, sh, smem, cs);
-    r = cs.link_r;
-    b = cs.link_b;
-    run = cs.link_run;
-    uint32_t st = cs.link_st;
     const TaskRecord& m = cs.rec[b];
-    if (!cs.link_ran) {
+    if (!ran) {
       // A node of one tile with other successors, or one sharing its successor: run, then node_done.
       if (tid == 0) copy_async16(&cs.head_post[b], &p.state->head);
       const OpEntry* op = validate(sh, m.payload, st);
