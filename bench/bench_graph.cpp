@@ -4,7 +4,11 @@
 // launch. Shapes:
 //   chain   N = 16, 64, 256, 1024 dependent steps on one slice: a gpuos graph launch, gpuos submit_after,
 //           gpuos submit + wait per step; a CUDA graph of the chain and N stream launches (both measured
-//           before gpuos boots). Per step: the launch-to-completion time on the host clock / N.
+//           before gpuos boots). Per step: the launch-to-completion time on the host clock / N. Last, once
+//           an operator was loaded (the kernel then runs a generation's image), the graph launch of the
+//           built-in add's chain again and of an add loaded at run time (the same loop; a chain link calls
+//           a built-in operator directly, a run-time one through the jump table: kernel/scheduler.cu,
+//           run_links).
 //   fan     1 -> 128 -> 1: gpuos graph vs CUDA graph, per launch.
 //   dag     a random DAG (--dag-nodes, each node 1..4 predecessors among the 64 before it): gpuos graph
 //           vs CUDA graph of the same DAG, per launch.
@@ -182,23 +186,36 @@ Method stream_launches(const Module& m, const Stream& s, const Slices& sl, const
 
 // ---- gpuos -------------------------------------------------------------------------------------------
 
-Task add_task(const Slices& sl, std::uint32_t v) {
-  return Task::make(GPUOS_OP_ADD, 1, sl.args(v));
+Task add_task(const Slices& sl, std::uint32_t v, std::uint32_t op = GPUOS_OP_ADD) {
+  return Task::make(op, 1, sl.args(v));
 }
+
+/// The built-in add's scalar loop (a tile of 256 floats takes it), as an operator loaded at run time.
+constexpr const char* kRuntimeAdd = R"(
+#include "gpuos/builtin_ops.h"
+#include "gpuos/op.cuh"
+__device__ void radd_tile(const gpuos_binary_args& a, const gpuos::TileCtx& c) {
+  const unsigned long long e = c.last(GPUOS_ELEMS_PER_TILE, a.n);
+  for (unsigned long long i = c.first(GPUOS_ELEMS_PER_TILE) + threadIdx.x; i < e; i += blockDim.x)
+    a.out[i] = a.a[i] + a.b[i];
+}
+GPUOS_OPERATOR(radd, gpuos_binary_args, radd_tile)
+)";
 
 void wait_or_die(Runtime& rt, Ticket t, const char* what) {
   if (!guarded(what, [&] { return rt.wait(t, std::chrono::seconds(60)); }))
     die(std::string(what) + ": no completion within 60 s; runtime state:\n" + rt.diagnose());
 }
 
-Method gpuos_graph(Runtime& rt, const Stream& s, const Slices& sl, const Dag& d, const std::string& shape, int reps) {
+Method gpuos_graph(Runtime& rt, const Stream& s, const Slices& sl, const Dag& d, const std::string& shape, int reps,
+                   std::uint32_t op = GPUOS_OP_ADD, const char* variant = "") {
   Graph g;
-  for (std::uint32_t v = 0; v < d.size(); ++v) g.add(add_task(sl, v));
+  for (std::uint32_t v = 0; v < d.size(); ++v) g.add(add_task(sl, v, op));
   for (std::uint32_t v = 0; v < d.size(); ++v)
     for (std::uint32_t p : d.preds[v]) g.edge(p, v);
   GraphExec ge(rt, g);
   zero(s, sl, d);
-  Method r(shape, "gpuos graph", d.size());
+  Method r(shape, std::string("gpuos graph") + variant, d.size());
   for (int i = 0; i < reps + 3; ++i) {
     const std::int64_t t0 = now_ns();
     wait_or_die(rt, ge.launch(), "gpuos graph launch");
@@ -334,13 +351,22 @@ int run(int argc, char** argv) {
       wait_or_die(rt, rt.submit(ops::nop()), "round trip");
       return rt.submit(ops::nop());
     }));
+    // Last: an operator loaded at run time, so the kernel runs an image linked at run time from here on
+    // (the boot image is compiled whole; a generation links the kernel's relocatable code with the
+    // operators), the built-in add's chain again and the run-time add's.
+    rt.load_operator_source("radd.cu", kRuntimeAdd);
+    const std::uint32_t radd = rt.op_id("radd");
+    for (std::size_t i = 0; i < chains.size(); ++i) {
+      ms.push_back(gpuos_graph(rt, s, chain_sl[i], chains[i], "chain", c.reps, GPUOS_OP_ADD, " (loaded image)"));
+      ms.push_back(gpuos_graph(rt, s, chain_sl[i], chains[i], "chain", c.reps, radd, ", run-time op"));
+    }
     if (rt.stats().failed != 0) throw std::runtime_error(std::to_string(rt.stats().failed) + " tasks failed");
     return 0;
   });
 
-  std::printf("%-6s %6s %-22s %14s %14s %8s\n", "shape", "nodes", "method", "us/launch p50", "us/node p50", "wrong");
+  std::printf("%-6s %6s %-30s %14s %14s %8s\n", "shape", "nodes", "method", "us/launch p50", "us/node p50", "wrong");
   for (const Method& m : ms)
-    std::printf("%-6s %6u %-22s %14.2f %14.3f %8llu\n", m.shape.c_str(), m.nodes, m.name.c_str(), m.per_launch_us(),
+    std::printf("%-6s %6u %-30s %14.2f %14.3f %8llu\n", m.shape.c_str(), m.nodes, m.name.c_str(), m.per_launch_us(),
                 m.per_node_us(), static_cast<unsigned long long>(m.wrong));
   std::printf("round trip p50: 1-node graph %.2f us, nop task %.2f us; a nop after a nop just submitted %.2f us, "
               "the two with a wait between %.2f us\n",
