@@ -969,6 +969,32 @@ __device__ __forceinline__ void link_tile(TileRangeFn tile, const void* args, co
   tile(args, c, 1u);
 }
 
+/// What run_links reads of a record to run it as a link: its successor word and count, and its operator's
+/// row as the payload's header names it (`st`: whether it can run). Every thread alike, from shared memory.
+struct LinkStep {
+  uint2 sc;         // succ_begin, succ_count
+  uint32_t op;      // the payload's operator (jump-table slot)
+  uint32_t st;      // kTaskOk, or why the node cannot run
+  TileRangeFn tile;
+  uint4 e1;         // the row's second half: finish (x, y), arg_bytes, flags
+};
+__device__ __forceinline__ LinkStep link_step(const BlockShared& sh, const TaskRecord& m) {
+  LinkStep k;
+  k.sc = *reinterpret_cast<const uint2*>(&m.succ_begin);
+  const uint64_t hdr = *reinterpret_cast<const uint64_t*>(&m.payload);
+  k.op = static_cast<uint32_t>(hdr & 0xffffu);
+  const uint32_t arg_bytes = static_cast<uint32_t>(hdr >> 16) & 0xffu;
+  const uint32_t tiles = static_cast<uint32_t>(hdr >> 32);
+  const OpEntry* const row = &sh.ops[k.op < GPUOS_MAX_OPS ? k.op : 0u];
+  k.e1 = *reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(row) + 16);
+  k.tile = row->tile;
+  k.st = k.op >= GPUOS_MAX_OPS || k.tile == nullptr ? kTaskBadOp
+         : k.e1.z != arg_bytes || tiles != 1        ? kTaskBadArgs
+                                                    : kTaskOk;
+  return k;
+}
+__device__ __forceinline__ bool is_link(uint2 sc) { return sc.y == 1 && (sc.x >> kSuccNodeBits) == 1; }
+
 /// All threads of a worker block, cs.rec[cs.link_b] holding the words of cs.link_r, a graph node of one
 /// tile with no cause: runs chain links (a node of one tile whose only successor has no other predecessor)
 /// one after another, in this block, while the next is one too and nothing asks the block to stop.
@@ -1005,58 +1031,56 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
   BlockWork* const work = sh.work;
   uint32_t calls = sh.work_calls;
   uint32_t unreleased = cs.unreleased;  // thread 0's
-  uint32_t ran = 0, st = kTaskOk;
+  uint32_t ran = 0;
+  // The prefetch, one copy per thread of warp 0 with no branch: threads 0..13 a 16-byte piece of the
+  // successor's record from kPrefetchFrom on, thread 14 `head` and special_post.
   const uint64_t* const head = &p.state->head;  // (p is in local memory: one load, not one a step)
+  const bool copies = tid <= kPrefetchCopies;
+  const uint32_t piece = kPrefetchFrom + 16 * tid;
   if (tid < 2) {
     cs.link_ctx[tid] = TileCtx{0u, 1u, ticket, smem, &cs.link_scratch[tid]};
     cs.link_scratch[tid] = 0.0;
   }
   __syncthreads();
+  // The step after a barrier decodes the next one's record at once (one load for what the decision
+  // needs, one for the operator's row), so that a step goes from its prefetch to its tile directly.
+  LinkStep k = link_step(sh, cs.rec[b]);
   for (;;) {
+    if (!is_link(k.sc)) break;  // not a link: the caller runs it
+    const uint32_t next = k.sc.x & kSuccNodeMask;
     const TaskRecord& m = cs.rec[b];
-    const uint2 sc = *reinterpret_cast<const uint2*>(&m.succ_begin);  // succ_begin, succ_count
-    if (sc.y != 1 || (sc.x >> kSuccNodeBits) != 1) break;  // not a link: the caller runs it
-    const uint32_t next = sc.x & kSuccNodeMask;
     // cs.rec[b ^ 1] was last read before the barrier that ended the step before this one.
-    if (tid < kPrefetchCopies)
-      copy_async16(reinterpret_cast<char*>(&cs.rec[b ^ 1]) + kPrefetchFrom + 16 * tid,
-                   reinterpret_cast<const char*>(&recs[next]) + kPrefetchFrom + 16 * tid);
-    else if (tid == kPrefetchCopies)
-      copy_async16(&cs.head_post[b], head);
-    else if (tid == kPrefetchCopies + 1)
+    if (copies)
+      copy_async16(tid < kPrefetchCopies ? reinterpret_cast<char*>(&cs.rec[b ^ 1]) + piece
+                                         : reinterpret_cast<char*>(&cs.head_post[b]),
+                   tid < kPrefetchCopies ? reinterpret_cast<const char*>(&recs[next]) + piece
+                                         : reinterpret_cast<const char*>(head));
+    else if (tid == 32)
       cs.link_scratch[b ^ 1] = 0.0;  // the successor's; the last tile that used it ended before this step
-    // The operator: its row and the payload's header in two 16-byte and one 8-byte load.
-    const uint64_t hdr = *reinterpret_cast<const uint64_t*>(&m.payload);
-    const uint32_t op = static_cast<uint32_t>(hdr & 0xffffu);
-    const uint32_t arg_bytes = static_cast<uint32_t>(hdr >> 16) & 0xffu;
-    const uint32_t tiles = static_cast<uint32_t>(hdr >> 32);
-    const OpEntry* const row = &sh.ops[op < GPUOS_MAX_OPS ? op : 0u];
-    const uint4 e1 = *reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(row) + 16);  // finish, arg_bytes, flags
-    const TileRangeFn tile = row->tile;
-    st = op >= GPUOS_MAX_OPS || tile == nullptr ? kTaskBadOp
-         : e1.z != arg_bytes || tiles != 1      ? kTaskBadArgs
-                                                : kTaskOk;
-    if (st == kTaskOk) {
-      if (tid == 0 && work) work_busy(work, ticket, 0u, ++calls, op);
-      link_tile(tile, m.payload.args, cs.link_ctx[b]);
+    if (k.st == kTaskOk) {
+      if (tid == 0 && work) work_busy(work, ticket, 0u, ++calls, k.op);
+      link_tile(k.tile, m.payload.args, cs.link_ctx[b]);
       if (tid == 0 && work) work_idle(work, calls);
     }
     wait_async();
     __syncthreads();  // the tile's writes, the prefetch
-    if (st == kTaskOk && (e1.x | e1.y) != 0) {
-      const TileFn finish = reinterpret_cast<TileFn>(static_cast<uintptr_t>(e1.x) | static_cast<uintptr_t>(e1.y) << 32);
-      if (tid == 0 && work) work_busy(work, ticket, kWorkFinish, ++calls, op);
+    if (k.st == kTaskOk && (k.e1.x | k.e1.y) != 0) {
+      const TileFn finish = reinterpret_cast<TileFn>(static_cast<uintptr_t>(k.e1.x) | static_cast<uintptr_t>(k.e1.y) << 32);
+      if (tid == 0 && work) work_busy(work, ticket, kWorkFinish, ++calls, k.op);
       finish(m.payload.args, cs.link_ctx[b]);
       if (tid == 0 && work) work_idle(work, calls);
       __syncthreads();
     }
-    unreleased = merge_writes(unreleased, st == kTaskOk ? e1.w : GPUOS_OP_NO_WRITES);
+    unreleased = merge_writes(unreleased, k.st == kTaskOk ? k.e1.w : GPUOS_OP_NO_WRITES);
     // Every thread decides alike, from shared memory no thread writes before the next barrier.
     const TaskRecord& q = cs.rec[b ^ 1];
-    const uint64_t qhdr = *reinterpret_cast<const uint64_t*>(&q.payload);
+    const uint32_t st = k.st;
+    const uint64_t qcause = q.cause;
     const bool yield = mine < cs.head_post[b].x || run >= streak;
-    if (st != kTaskOk || yield || q.cause != 0 || slot_tiles(static_cast<uint32_t>(qhdr >> 32)) != 1) {
+    k = link_step(sh, q);
+    if (st != kTaskOk || yield || qcause != 0 || slot_tiles(static_cast<uint32_t>(*reinterpret_cast<const uint64_t*>(&q.payload) >> 32)) != 1) {
       ran = 1;
+      k.st = st;
       break;
     }
     cur = next;
@@ -1073,7 +1097,7 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
     cs.link_b = b;
     cs.link_run = run;
     cs.link_ran = ran;
-    cs.link_st = st;
+    cs.link_st = k.st;
     cs.unreleased = unreleased;
     sh.work_calls = calls;
   }
@@ -1116,7 +1140,7 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
     }
     uint32_t st = kTaskOk;
     bool ran = false;
-    if (m0.succ_count == 1 && (m0.succ_begin >> kSuccNodeBits) == 1) {  // a chain link
+    if (is_link(make_uint2(m0.succ_begin, m0.succ_count))) {
       if (tid == 0) {
         cs.link_r = r;
         cs.link_b = b;
