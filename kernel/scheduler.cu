@@ -1006,8 +1006,7 @@ __device__ __forceinline__ bool is_link(uint2 sc) { return sc.y == 1 && (sc.x >>
 /// node, ~900 here): out of line, so that what lives across the call stays in registers the callee
 /// preserves, with every value that cannot change during the run read once (the block's own ticket and
 /// chain, the watchdog's record, the launch's ticket), the next link decoded right after the barrier
-/// (link_step: its successor word and its operator's row), and the watchdog's record written when the
-/// operator changes and every 8th link only:
+/// (link_step: its successor word and its operator's row), and one store a link for the watchdog:
 /// - While the node's tile runs, the successor's payload and line 1 are copied into the other record
 ///   of cs (cp.async: no register holds them across the operator's call), with `head`.
 /// - The successor runs next in the same block, so the node's writes need no fence to reach it: the
@@ -1033,7 +1032,7 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
   uint32_t calls = sh.work_calls;
   uint32_t unreleased = cs.unreleased;  // thread 0's
   uint32_t ran = 0;
-  uint32_t noted = ~0u;  // thread 0's: the operator the watchdog's record names, busy (~0u: none)
+  bool noted = false;  // thread 0's: the watchdog's record is busy with a link
   // The prefetch, one copy per thread of warp 0 with no branch: threads 0..13 a 16-byte piece of the
   // successor's record from kPrefetchFrom on, thread 14 `head` and special_post.
   const uint64_t* const head = &p.state->head;  // (p is in local memory: one load, not one a step)
@@ -1060,13 +1059,12 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
     else if (tid == 32)
       cs.link_scratch[b ^ 1] = 0.0;  // the successor's; the last tile that used it ended before this step
     if (k.st == kTaskOk) {
-      // The watchdog's record names the operator and a call count that moves while links complete:
-      // written when the operator changes and every 8th step, and left busy between steps (the block is
-      // busy with the chain), so that most steps store nothing. A hung link keeps it as it is, past the
-      // deadline of its own operator.
-      if (tid == 0 && work && (k.op != noted || (run & 7u) == 0)) {
+      // The watchdog's record: each link's call with its own count, so that a link is timed alone
+      // against its operator's deadline; left busy until the next link's (the block is busy with the
+      // chain) and marked idle where the run ends, one store a link.
+      if (tid == 0 && work) {
         work_busy(work, ticket, 0u, ++calls, k.op);
-        noted = k.op;
+        noted = true;
       }
       link_tile(k.tile, m.payload.args, cs.link_ctx[b]);
     }
@@ -1077,7 +1075,7 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
       if (tid == 0 && work) work_busy(work, ticket, kWorkFinish, ++calls, k.op);
       finish(m.payload.args, cs.link_ctx[b]);
       if (tid == 0 && work) work_idle(work, calls);
-      noted = ~0u;  // the next link writes its own record
+      noted = false;
       __syncthreads();
     }
     unreleased = merge_writes(unreleased, k.st == kTaskOk ? k.e1.w : GPUOS_OP_NO_WRITES);
@@ -1109,7 +1107,7 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
     cs.link_st = k.st;
     cs.unreleased = unreleased;
     sh.work_calls = calls;
-    if (work && noted != ~0u) work_idle(work, calls);
+    if (work && noted) work_idle(work, calls);
   }
   __syncthreads();
 }

@@ -136,6 +136,61 @@ TEST_CASE("watchdog: deadlines per task and per operator; long calls within thei
   CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);
 }
 
+/// `n` graph nodes in a chain (node v after node v - 1), each a task of one tile: links of one block's run.
+gpuos_graph_exec* chain_instance(gpuos_runtime* raw, const std::vector<Task>& nodes) {
+  Graph g;
+  for (const Task& t : nodes) g.add(t);
+  for (uint32_t v = 1; v < nodes.size(); ++v) g.edge(v - 1, v);
+  gpuos_graph_exec* e = nullptr;
+  REQUIRE(gpuos_graph_instantiate(raw, g.handle(), &e) == GPUOS_OK);
+  return e;
+}
+
+TEST_CASE("watchdog: a hung link of a chain graph fails its launch with GPUOS_ERR_HUNG and names its operator") {
+  Runtime rt(Options().with_deadline(200));
+  gpuos_runtime* const raw = rt.handle();
+  rt.load_operator_source("watchdog_ops.cu", kSource);
+  const uint32_t spin = rt.op_id("spin");
+  // 12 nops, a spin that never returns, 3 nops: one block runs them as links, the nops inlined.
+  std::vector<Task> nodes(12, ops::nop());
+  nodes.push_back(Task::make(spin, 1, SpinArgs{0, 0}));
+  nodes.insert(nodes.end(), 3, ops::nop());
+  gpuos_graph_exec* e = chain_instance(raw, nodes);
+  uint64_t launch = 0;
+  REQUIRE(gpuos_graph_launch(raw, e, nullptr, 0, nullptr, &launch) == GPUOS_OK);
+  const auto t0 = Clock::now();
+  const gpuos_status s = gpuos_wait(raw, launch, 10'000'000'000);
+  const double waited = ms_since(t0);
+  const std::string why = gpuos_last_error();
+  MESSAGE("hung link failed its launch after " << waited << " ms: " << why);
+  CHECK(s == GPUOS_ERR_HUNG);
+  CHECK(waited < 1000);
+  CHECK(has(why, "task " + std::to_string(launch)));
+  CHECK(has(why, "operator 'spin' (id " + std::to_string(spin) + ")"));
+  CHECK(has(why, "past its deadline of 200 ms"));
+  const gpuos_status d = gpuos_graph_exec_destroy(raw, e);
+  CHECK((d == GPUOS_OK || d == GPUOS_ERR_HUNG));
+  CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);
+  test::check_next_boot();
+}
+
+TEST_CASE("watchdog: a chain of long links each within its deadline runs to its end") {
+  Runtime rt(Options().with_deadline(200));
+  gpuos_runtime* const raw = rt.handle();
+  rt.load_operator_source("watchdog_ops.cu", kSource);
+  // 8 links of 60 ms: the run takes 480 ms, past the deadline, and no link does.
+  const std::vector<Task> nodes(8, Task::make(rt.op_id("dwell"), 1, DwellArgs{60'000'000}));
+  gpuos_graph_exec* e = chain_instance(raw, nodes);
+  for (int i = 0; i < 2; ++i) {
+    uint64_t launch = 0;
+    REQUIRE(gpuos_graph_launch(raw, e, nullptr, 0, nullptr, &launch) == GPUOS_OK);
+    CHECK(gpuos_wait(raw, launch, 10'000'000'000) == GPUOS_OK);
+  }
+  CHECK(gpuos_graph_exec_destroy(raw, e) == GPUOS_OK);
+  CHECK(rt.stats().failed == 0);
+  CHECK(gpuos_destroy(rt.release()) == GPUOS_OK);
+}
+
 /// A runtime with no watchdog deadline, GPUOS_DRAIN_STALL at `stall_ms`, and the test's operators.
 Runtime without_deadline(const char* stall_ms) {
   Runtime rt = [&] {
