@@ -193,7 +193,8 @@ def plot_graph(r, out):
     for i, name in enumerate(names):
         pts = sorted((m["nodes"], m["median_us_per_node"]) for m in ms if m["shape"] == "chain" and m["name"] == name)
         a1.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name, color=color_of(name, i),
-                linestyle={"gpuos submit + wait": "--", "gpuos submit_after": "-."}.get(name, "-"))
+                linestyle={"gpuos submit + wait": "--", "gpuos submit_after": "-.", "gpuos graph (loaded image)": ":",
+                           "gpuos graph, run-time op": (0, (5, 1, 1, 1))}.get(name, "-"))
     a1.axhline(0.5, color="k", linestyle=":", linewidth=1, label="target 0.5 us")
     style(a1, "dependent steps N", "us per step (median launch / N)", xlog=2, ylog=True)
     shapes = [s for s in ("fan", "dag") if any(m["shape"] == s for m in ms)]
