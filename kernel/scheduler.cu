@@ -203,14 +203,22 @@ __device__ __noinline__ void abort_kernel() {
   __trap();
 }
 
+/// Whether a payload can run: kTaskBadOp when its id has no operator in this image (`has_op`), kTaskBadArgs
+/// when its argument size is not the operator's (`row_arg_bytes`) or its tile count is out of range.
+__device__ __forceinline__ uint32_t payload_status(bool has_op, uint32_t row_arg_bytes, uint32_t arg_bytes,
+                                                   uint32_t tiles) {
+  return !has_op                                                                   ? kTaskBadOp
+         : row_arg_bytes != arg_bytes || tiles == 0 || tiles > GPUOS_MAX_TILES ? kTaskBadArgs
+                                                                                   : kTaskOk;
+}
+
 /// The operator of the payload in sh, or null when it cannot run; `st` says why (kTaskOk otherwise).
 __device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, const Payload& p, uint32_t& st) {
   const OpEntry* e = p.op < GPUOS_MAX_OPS ? &sh.ops[p.op] : nullptr;
-  st = kTaskOk;
   if (!e || !e->tile)
     st = kTaskBadOp;
-  else if (e->arg_bytes != p.arg_bytes || p.tiles == 0 || p.tiles > GPUOS_MAX_TILES)
-    st = kTaskBadArgs;
+  else
+    st = payload_status(true, e->arg_bytes, p.arg_bytes, p.tiles);
   return st == kTaskOk ? e : nullptr;
 }
 __device__ __forceinline__ const OpEntry* validate(const BlockShared& sh, uint32_t& st) {
@@ -988,9 +996,7 @@ __device__ __forceinline__ LinkStep link_step(const BlockShared& sh, const TaskR
   const OpEntry* const row = &sh.ops[k.op < GPUOS_MAX_OPS ? k.op : 0u];
   k.e1 = *reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(row) + 16);
   k.tile = row->tile;
-  k.st = k.op >= GPUOS_MAX_OPS || k.tile == nullptr ? kTaskBadOp
-         : k.e1.z != arg_bytes || tiles != 1        ? kTaskBadArgs
-                                                    : kTaskOk;
+  k.st = payload_status(k.op < GPUOS_MAX_OPS && k.tile != nullptr, k.e1.z, arg_bytes, tiles);
   return k;
 }
 __device__ __forceinline__ bool is_link(uint2 sc) { return sc.y == 1 && (sc.x >> kSuccNodeBits) == 1; }

@@ -53,6 +53,19 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
+/// Waits for `ticket`, which a hung call holds, and checks that it failed with GPUOS_ERR_HUNG promptly
+/// (deadline 200 ms, seen every 5 ms: well before the wait's own timeout); returns the error's text.
+std::string wait_hung(gpuos_runtime* raw, uint64_t ticket, const char* what) {
+  const auto t0 = Clock::now();
+  const gpuos_status s = gpuos_wait(raw, ticket, 10'000'000'000);
+  const double waited = ms_since(t0);
+  const std::string why = gpuos_last_error();
+  MESSAGE(what << " failed after " << waited << " ms: " << why);
+  CHECK(s == GPUOS_ERR_HUNG);
+  CHECK(waited < 1000);
+  return why;
+}
+
 }  // namespace
 
 TEST_CASE("watchdog: a hung tile fails every pending task with GPUOS_ERR_HUNG and names it; destroy returns") {
@@ -63,13 +76,7 @@ TEST_CASE("watchdog: a hung tile fails every pending task with GPUOS_ERR_HUNG an
   const Ticket hung = rt.submit(Task::make(spin, 8, SpinArgs{5, 0}));
   std::vector<Ticket> behind;
   for (int i = 0; i < 200; ++i) behind.push_back(rt.submit(ops::nop()));
-  const auto t0 = Clock::now();
-  const gpuos_status s = gpuos_wait(raw, hung, 10'000'000'000);
-  const double waited = ms_since(t0);
-  const std::string why = gpuos_last_error();
-  MESSAGE("hung task failed after " << waited << " ms: " << why);
-  CHECK(s == GPUOS_ERR_HUNG);
-  CHECK(waited < 1000);  // deadline 200 ms, seen every 5 ms: promptly, not at the wait's timeout
+  const std::string why = wait_hung(raw, hung, "hung task");
   CHECK(has(why, "task " + std::to_string(hung)));
   CHECK(has(why, "operator 'spin' (id " + std::to_string(spin) + ")"));
   CHECK(has(why, "tile 5"));
@@ -158,13 +165,7 @@ TEST_CASE("watchdog: a hung link of a chain graph fails its launch with GPUOS_ER
   gpuos_graph_exec* e = chain_instance(raw, nodes);
   uint64_t launch = 0;
   REQUIRE(gpuos_graph_launch(raw, e, nullptr, 0, nullptr, &launch) == GPUOS_OK);
-  const auto t0 = Clock::now();
-  const gpuos_status s = gpuos_wait(raw, launch, 10'000'000'000);
-  const double waited = ms_since(t0);
-  const std::string why = gpuos_last_error();
-  MESSAGE("hung link failed its launch after " << waited << " ms: " << why);
-  CHECK(s == GPUOS_ERR_HUNG);
-  CHECK(waited < 1000);
+  const std::string why = wait_hung(raw, launch, "the launch of a hung link");
   CHECK(has(why, "task " + std::to_string(launch)));
   CHECK(has(why, "operator 'spin' (id " + std::to_string(spin) + ")"));
   CHECK(has(why, "past its deadline of 200 ms"));
