@@ -152,6 +152,13 @@ struct BlockShared {
   uint32_t work_calls;
 };
 
+/// The block's shared state and the tiles' shared memory are variables at namespace scope, and the
+/// functions that use them name them rather than take them as parameters: an image linked at run time
+/// compiles this file as relocatable code, where a function that is not inlined would reach state passed
+/// by reference or pointer through generic loads and stores; named, every access is a shared-memory one.
+__shared__ BlockShared block_shared;
+__shared__ __align__(16) unsigned char tile_smem[GPUOS_TILE_SMEM_BYTES];
+
 /// What a block's graph work keeps in shared memory, in the tiles' dynamic shared memory (free while a
 /// block completes a node or starts a launch: no tile runs then). Kept out of BlockShared: a larger
 /// BlockShared cost the front end's loop a spilled register per chunk copied (an H100 build).
@@ -302,7 +309,8 @@ __device__ __forceinline__ void chain(BlockShared& sh, TaskRecord& r) {
 
 /// Thread 0: offers ready record r (not armed) to other blocks: armed on the board, else armed in the
 /// block's chain.
-__device__ void offer(const LaunchParams& p, BlockShared& sh, TaskRecord& r) {
+__device__ void offer(const LaunchParams& p, TaskRecord& r) {
+  BlockShared& sh = block_shared;
   arm_ready(r, ready_tiles(r));
   uint32_t slot;
   if (!board_insert(p, reinterpret_cast<uint64_t>(&r), slot)) chain(sh, r);
@@ -310,19 +318,21 @@ __device__ void offer(const LaunchParams& p, BlockShared& sh, TaskRecord& r) {
 
 /// Thread 0: hands on a record that became ready (not armed): the block's continuation if it has none,
 /// else offered (above).
-__device__ void hand_on(const LaunchParams& p, BlockShared& sh, TaskRecord& r) {
+__device__ void hand_on(const LaunchParams& p, TaskRecord& r) {
+  BlockShared& sh = block_shared;
   if (sh.next == 0) {
     sh.next = reinterpret_cast<uint64_t>(&r);
     return;
   }
-  offer(p, sh, r);
+  offer(p, r);
 }
 
 /// Thread 0: hands on armed batch b of ready records, not armed: on the board, or (no slot) armed into
 /// the block's chain. Once on the board, helpers may take records from it at once, each record to one
 /// block, which runs it as its continuation (kRunTaken); taken back, only the records its claim word
 /// still holds are the block's.
-__device__ void hand_on_batch(const LaunchParams& p, BlockShared& sh, ReadyBatch& b) {
+__device__ void hand_on_batch(const LaunchParams& p, ReadyBatch& b) {
+  BlockShared& sh = block_shared;
   uint32_t slot;
   if (board_insert(p, reinterpret_cast<uint64_t>(&b) | 1ull, slot)) return;
   const int32_t left = claim_remaining(dev_ref<uint64_t>(b.claim).exchange(0ull, cuda::memory_order_acq_rel));
@@ -355,12 +365,12 @@ __device__ uint64_t take_from_batch(const LaunchParams& p, uint64_t value, uint3
 /// an acquire-release atomic (a waiter's count, a hand-off) behind a store to host memory waits for that
 /// store to cross the bus (on an H200, writing special_job's records last took its registration from
 /// ~7 to ~6 us).
-__device__ __noinline__ void complete_host(const LaunchParams& p, BlockShared& sh, TaskRecord& rec, uint64_t ticket, uint32_t st,
-                              uint32_t detail, uint64_t cause) {
+__device__ __noinline__ void complete_host(const LaunchParams& p, TaskRecord& rec, uint64_t ticket, uint32_t st,
+                                           uint32_t detail, uint64_t cause) {
   const uint32_t head = deps::close_waiters(rec, ticket, cause);
   deps::for_each_waiter(p.dq, head, [&](uint32_t index, uint32_t j) {
     TaskRecord& w = p.dq[index];
-    if (deps::dep_done(w, deps::inherited(w, j, cause))) hand_on(p, sh, w);
+    if (deps::dep_done(w, deps::inherited(w, j, cause))) hand_on(p, w);
   });
   host_record(p, ticket, st, detail);
 }
@@ -427,8 +437,9 @@ __device__ __forceinline__ uint32_t succ_indeg(const GraphExec& x, uint32_t w) {
 /// and not armed. The first becomes the block's continuation when it has none; one more goes out alone
 /// (hand_on); two or more go out as one ready batch on the board (the batch armed, its records not: each
 /// taker runs its record as its continuation). `ticket`: the launch's.
-__device__ void publish_ready(const LaunchParams& p, BlockShared& sh, GraphScratch& gs, GraphExec& x, TaskRecord* recs,
+__device__ void publish_ready(const LaunchParams& p, GraphScratch& gs, GraphExec& x, TaskRecord* recs,
                               uint64_t ticket) {
+  BlockShared& sh = block_shared;
   const uint32_t n = sh.nready;
   const uint32_t k0 = n > 0 && sh.next == 0 ? 1u : 0u;
   const uint32_t m = n - k0;
@@ -442,7 +453,7 @@ __device__ void publish_ready(const LaunchParams& p, BlockShared& sh, GraphScrat
     if (threadIdx.x == 0) {
       TaskRecord& r = recs[gs.ready_nodes[k0]];
       r.ticket = ticket;
-      hand_on(p, sh, r);
+      hand_on(p, r);
     }
   } else if (m > 1) {
     if (threadIdx.x == 0) {
@@ -465,7 +476,7 @@ __device__ void publish_ready(const LaunchParams& p, BlockShared& sh, GraphScrat
       // The items and every thread's tickets (ordered before this thread by the barrier) before the batch.
       cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
       dev_ref<uint64_t>(b.claim).store(make_claim(m, 0), cuda::memory_order_relaxed);
-      hand_on_batch(p, sh, b);
+      hand_on_batch(p, b);
     }
   }
   __syncthreads();
@@ -479,21 +490,23 @@ __device__ __forceinline__ bool sink_done(GraphExec& x, uint32_t sinks) {
 }
 
 /// Thread 0: the launch whose last node just completed is complete.
-__device__ void launch_done(const LaunchParams& p, BlockShared& sh, GraphExec& x) {
+__device__ void launch_done(const LaunchParams& p, GraphExec& x) {
   TaskRecord& l = *reinterpret_cast<TaskRecord*>(dev_ref<uint64_t>(x.run.launch).load(cuda::memory_order_relaxed));
   const uint64_t c = dev_ref<uint64_t>(x.run.cause).load(cuda::memory_order_relaxed);
   const uint64_t t = *reinterpret_cast<const volatile uint64_t*>(&l.ticket);
   if (c == 0)
-    complete_host(p, sh, l, t, kTaskOk, blockIdx.x + 1, 0);
+    complete_host(p, l, t, kTaskOk, blockIdx.x + 1, 0);
   else
-    complete_host(p, sh, l, t, kTaskNodeFailed | (static_cast<uint32_t>(c >> 32) << 8), static_cast<uint32_t>(c) - 1,
+    complete_host(p, l, t, kTaskNodeFailed | (static_cast<uint32_t>(c >> 32) << 8), static_cast<uint32_t>(c) - 1,
                   t + 1);
 }
 
 /// All threads: graph node `e` (loaded in sh) completed with `st` (or was skipped: sh.cause). Each
 /// successor counts its arrival; those it completes become ready (marked to be skipped when this node
 /// failed or was skipped). The last node without a successor completes the launch.
-__device__ __noinline__ void node_done(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& e, uint32_t st) {
+__device__ __noinline__ void node_done(const LaunchParams& p, TaskRecord& e, uint32_t st) {
+  BlockShared& sh = block_shared;
+  void* const smem = tile_smem;
   GraphScratch& gs = *static_cast<GraphScratch*>(smem);
   GraphExec& x = *reinterpret_cast<GraphExec*>(sh.exec);
   TaskRecord* const recs = &e - sh.node;
@@ -519,7 +532,7 @@ __device__ __noinline__ void node_done(const LaunchParams& p, BlockShared& sh, v
       const uint32_t indeg = succ_indeg(x, w);
       if (indeg == 1 || deps::arrive(r.arrived, indeg)) {
         r.ticket = ticket;
-        hand_on(p, sh, r);
+        hand_on(p, r);
       }
     }
   } else if (count > 1) {
@@ -535,18 +548,20 @@ __device__ __noinline__ void node_done(const LaunchParams& p, BlockShared& sh, v
         if (indeg == 1 || deps::arrive(r.arrived, indeg)) gs.ready_nodes[atomicAdd(&sh.nready, 1u)] = w & kSuccNodeMask;
       }
       __syncthreads();
-      publish_ready(p, sh, gs, x, recs, ticket);
+      publish_ready(p, gs, x, recs, ticket);
     }
   } else if (threadIdx.x == 0) {
     // Every node precedes some node without a successor, so the last of those completes the launch.
-    if (sink_done(x, sh.sinks)) launch_done(p, sh, x);
+    if (sink_done(x, sh.sinks)) launch_done(p, x);
   }
 }
 
 /// All threads: starts the graph launch in record `l` (loaded in sh). Its updates (node arguments, the
 /// slots of aliases nodes name) are applied first, even when it does not run (a dependency failed), so
 /// the instance always matches the host's view of it; then the roots become ready.
-__device__ __noinline__ void graph_start(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& l) {
+__device__ __noinline__ void graph_start(const LaunchParams& p, TaskRecord& l) {
+  BlockShared& sh = block_shared;
+  void* const smem = tile_smem;
   GraphScratch& gs = *static_cast<GraphScratch*>(smem);
   const GraphLaunchArgs& a = *reinterpret_cast<const GraphLaunchArgs*>(sh.payload.args);
   GraphExec& x = *reinterpret_cast<GraphExec*>(a.exec);
@@ -577,7 +592,7 @@ __device__ __noinline__ void graph_start(const LaunchParams& p, BlockShared& sh,
     __syncthreads();
     if (threadIdx.x == 0) {
       cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);  // the updates
-      complete_host(p, sh, l, ticket, kTaskDepFailed, cause_detail(cause), cause);
+      complete_host(p, l, ticket, kTaskDepFailed, cause_detail(cause), cause);
     }
     __syncthreads();
     return;
@@ -638,15 +653,15 @@ __device__ __noinline__ void graph_start(const LaunchParams& p, BlockShared& sh,
     if (threadIdx.x == 0) sh.nready = n;
     if (threadIdx.x < n) gs.ready_nodes[threadIdx.x] = roots[base + threadIdx.x];
     __syncthreads();
-    publish_ready(p, sh, gs, x, recs, ticket);
+    publish_ready(p, gs, x, recs, ticket);
   }
 }
 
 /// All threads, in the block that finished a task's last tile (or took one that does not run): its
 /// finish function, the release of its writes, then what its completion sets off: a host ticket's record
 /// and its waiters, or a graph node's successors.
-__device__ void finish(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& e, const TileCtx& c,
-                       const OpEntry* op, uint32_t st) {
+__device__ void finish(const LaunchParams& p, TaskRecord& e, const TileCtx& c, const OpEntry* op, uint32_t st) {
+  BlockShared& sh = block_shared;
   if (op && op->finish) {
     work_begin(sh, sh.ticket, sh.payload.op, kWorkFinish);
     op->finish(sh.payload.args, c);
@@ -655,16 +670,16 @@ __device__ void finish(const LaunchParams& p, BlockShared& sh, void* smem, TaskR
   }
   if (threadIdx.x == 0) release_writes(op);
   if (sh.exec != 0) {
-    node_done(p, sh, smem, e, st);
+    node_done(p, e, st);
     return;
   }
   if (threadIdx.x == 0) {
     const uint64_t t = sh.ticket;
     const uint64_t cause = cause_of(sh);
     if (cause != 0)
-      complete_host(p, sh, e, t, kTaskDepFailed, cause_detail(cause), cause);
+      complete_host(p, e, t, kTaskDepFailed, cause_detail(cause), cause);
     else
-      complete_host(p, sh, e, t, st, st == kTaskOk ? blockIdx.x + 1 : sh.payload.op, st == kTaskOk ? 0ull : t + 1);
+      complete_host(p, e, t, st, st == kTaskOk ? blockIdx.x + 1 : sh.payload.op, st == kTaskOk ? 0ull : t + 1);
   }
 }
 
@@ -742,9 +757,10 @@ __device__ __forceinline__ uint32_t claim_batch(uint32_t share, uint32_t max_bat
 /// against the same tile function launched directly; docs/benchmarks.md, Large task): one call per batch
 /// gives 0.90 at 64M and 0.93 at 256M, smaller batches with a call each 0.79 (rem / (4 x grid)), claims
 /// inside one call, issued ahead, 0.94-0.96 at 64M and 0.99 at 256M.
-__device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, TaskRecord& e,
-                           uint32_t board_slot_hint, bool may_insert, uint64_t board_value, bool owned,
-                           bool meta_loaded = false) {
+__device__ void work_entry(const LaunchParams& p, TaskRecord& e, uint32_t board_slot_hint, bool may_insert,
+                           uint64_t board_value, bool owned, bool meta_loaded = false) {
+  BlockShared& sh = block_shared;
+  void* const smem = tile_smem;
   DeviceState& s = *p.state;
   // Thread 0's bookkeeping (registers).
   bool inserted = false;
@@ -834,7 +850,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
       }
       if (sh.payload.op == GPUOS_OP_GRAPH && sh.exec == 0) {
         // A graph launch (its one tile): its nodes run from here on; its ticket completes with the last.
-        graph_start(p, sh, smem, e);
+        graph_start(p, e);
         return;
       }
       op = cause_of(sh) == 0 ? validate(sh, st) : nullptr;  // a task that does not run takes its tile only
@@ -885,7 +901,7 @@ __device__ void work_entry(const LaunchParams& p, BlockShared& sh, void* smem, T
     }
   }
   __syncthreads();
-  if (sh.last) finish(p, sh, smem, e, sh.ctx, op, st);
+  if (sh.last) finish(p, e, sh.ctx, op, st);
   __syncthreads();
 }
 
@@ -950,6 +966,9 @@ struct WorkerShared {
   TileCtx link_ctx[2];     // what run_links' tiles are told, by the parity of their record in rec
   double link_scratch[2];  // their scratch words
 };
+/// A worker block's own shared memory (the front end's block leaves it unused); at namespace scope for
+/// the reason block_shared is.
+__shared__ WorkerShared worker_shared;
 inline constexpr uint32_t kPrefetchFrom = offsetof(TaskRecord, payload);
 inline constexpr uint32_t kPrefetchCopies = (sizeof(TaskRecord) - kPrefetchFrom) / 16;
 static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
@@ -1024,7 +1043,9 @@ __device__ __forceinline__ bool is_link(uint2 sc) { return sc.y == 1 && (sc.x >>
 ///   runs): no node but this one reads it. The successor's arrival count is not touched (an in-degree of
 ///   1 never reads it), its claim word is never armed, and its record's ticket is written only where the
 ///   run stops (no one reads it before).
-__device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, void* smem, WorkerShared& cs) {
+__device__ __noinline__ void run_links(const LaunchParams& p) {
+  BlockShared& sh = block_shared;
+  WorkerShared& cs = worker_shared;
   const unsigned tid = threadIdx.x;
   uint32_t b = cs.link_b;
   TaskRecord* const recs = cs.link_r - cs.rec[b].node;
@@ -1045,7 +1066,7 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
   const bool copies = tid <= kPrefetchCopies;
   const uint32_t piece = kPrefetchFrom + 16 * tid;
   if (tid < 2) {
-    cs.link_ctx[tid] = TileCtx{0u, 1u, ticket, smem, &cs.link_scratch[tid]};
+    cs.link_ctx[tid] = TileCtx{0u, 1u, ticket, tile_smem, &cs.link_scratch[tid]};
     cs.link_scratch[tid] = 0.0;
   }
   __syncthreads();
@@ -1130,8 +1151,10 @@ __device__ __noinline__ void run_links(const LaunchParams& p, BlockShared& sh, v
 /// through node_done (arrivals, batches), after the release of what the block's nodes wrote; anything
 /// else (a node of many tiles, a graph launch, a host ticket, a node that fails or is skipped) goes
 /// through work_entry.
-__device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* smem, WorkerShared& cs,
-                                  TaskRecord* r) {
+__device__ void run_continuations(const LaunchParams& p, TaskRecord* r) {
+  BlockShared& sh = block_shared;
+  WorkerShared& cs = worker_shared;
+  void* const smem = tile_smem;
   const unsigned tid = threadIdx.x;
   uint32_t run = 0;       // continuations run here after the first
   uint32_t b = 0;         // cs.rec[b]: the record being run
@@ -1149,7 +1172,7 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
       load_meta(sh, m0);
       if (tid == 0) release_flags(cs.unreleased);  // before work_entry hands anything on
       __syncthreads();
-      work_entry(p, sh, smem, *r, kBoardSize, true, 0, true, true);
+      work_entry(p, *r, kBoardSize, true, 0, true, true);
       return;
     }
     uint32_t st = kTaskOk;
@@ -1161,7 +1184,7 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
         cs.link_run = run;
       }
       __syncthreads();
-      run_links(p, sh, smem, cs);
+      run_links(p);
       r = cs.link_r;
       b = cs.link_b;
       run = cs.link_run;
@@ -1197,13 +1220,13 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
       cs.unreleased = GPUOS_OP_NO_WRITES;
     }
     __syncthreads();
-    node_done(p, sh, smem, *r, st);
+    node_done(p, *r, st);
     __syncthreads();
     // What node_done handed this block (a successor it completed, the first of several): on at once.
     if (tid == 0) {
       const bool on = sh.next != 0 && !yield;
       cs.handed = on ? sh.next : 0ull;
-      if (yield && sh.next != 0) offer(p, sh, *reinterpret_cast<TaskRecord*>(sh.next));
+      if (yield && sh.next != 0) offer(p, *reinterpret_cast<TaskRecord*>(sh.next));
       sh.next = 0;
     }
     __syncthreads();
@@ -1221,7 +1244,8 @@ __device__ void run_continuations(const LaunchParams& p, BlockShared& sh, void* 
 /// consecutive places are on different SMs, as far as SMs go: a placement's consecutive roles (a node's
 /// chunks, the roles a list schedule fills first) then spread over the GPU whatever the order in which
 /// the hardware handed blocks to SMs. Block order when the grid or an SM id exceeds the table.
-__device__ __noinline__ uint32_t placed_position(const DeviceState& s, void* smem) {
+__device__ __noinline__ uint32_t placed_position(const DeviceState& s) {
+  void* const smem = tile_smem;
   constexpr uint32_t kSms = 256;
   uint32_t* hist = static_cast<uint32_t*>(smem);  // [kSms] workers per SM, then rank, place, bad
   const uint32_t n = gridDim.x, tid = threadIdx.x;
@@ -1368,8 +1392,9 @@ namespace gpuos::kern {
 /// work_entry claims them: while a grid's worth is left, the operator's claiming adapter runs the rest in
 /// one call (each claim issued ahead); else a batch per call, claimed here. A node that does not run
 /// (`op` null) still takes every tile left, so that its count completes.
-__device__ __noinline__ uint32_t run_claiming_item(BlockShared& sh, RoleShared& rs, PlacedNode& pn, const OpEntry* op,
-                                                   const Payload& pl, TileCtx ctx) {
+__device__ __noinline__ uint32_t run_claiming_item(PlacedNode& pn, const OpEntry* op, const Payload& pl, TileCtx ctx) {
+  BlockShared& sh = block_shared;
+  RoleShared& rs = worker_shared.role;
   const unsigned tid = threadIdx.x;
   const uint32_t spread = claim_spread_of(sh), max_batch = max_batch_of(sh);
   uint32_t batch = claim_batch(slot_tiles(pl.tiles) / spread, max_batch), ran = 0;
@@ -1430,7 +1455,10 @@ __device__ __noinline__ uint32_t run_claiming_item(BlockShared& sh, RoleShared& 
 /// (the barrier orders its writes for this block; the block releases them before anything leaves it).
 /// A node other roles wait for costs a release fence and one atomic; a wait, a poll of the counter until
 /// it has grown, then an acquire fence.
-__device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, void* smem, RoleShared& rs, GraphExec& x) {
+__device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
+  BlockShared& sh = block_shared;
+  RoleShared& rs = worker_shared.role;
+  void* const smem = tile_smem;
   const unsigned tid = threadIdx.x;
   if (tid == 0) {
     const volatile GraphExec& vx = x;
@@ -1505,7 +1533,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
         work_end(sh);
       }
     } else {
-      ran = run_claiming_item(sh, rs, pn, op, pl, ctx);
+      ran = run_claiming_item(pn, op, pl, ctx);
     }
     if (early) {
       // The wait, if the operator did not get to it (a no-op if it did); what it found decides as a
@@ -1585,7 +1613,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, BlockShared& sh, vo
       if (sink && sink_done(x, rs.nsinks)) {
         // The gang ends with its launch: every node is complete, so every role is past its last wait.
         dev_ref<uint32_t>(p.state->gang_busy).store(0u, cuda::memory_order_relaxed);
-        launch_done(p, sh, x);
+        launch_done(p, x);
       }
     }
   }
@@ -1709,9 +1737,10 @@ __device__ __noinline__ Registered register_task(const LaunchParams& p, uint64_t
 /// sh.local_scratch is 0 again, for the next lone task (nobody reads it any more: a finish function ran
 /// before the completion record).
 template <bool kTrace>
-__device__ __noinline__ uint64_t run_lone(const LaunchParams& p, BlockShared& sh, void* smem, const uint16_t* alias,
-                                            uint4 chunk, uint64_t head, uint64_t launch, unsigned long long t0,
-                                            uint64_t* rec) {
+__device__ __noinline__ uint64_t run_lone(const LaunchParams& p, const uint16_t* alias, uint4 chunk, uint64_t head,
+                                            uint64_t launch, unsigned long long t0, uint64_t* rec) {
+  BlockShared& sh = block_shared;
+  void* const smem = tile_smem;
   const unsigned tid = threadIdx.x;
   const bool timing = kTrace && t0 != 0;
   // The steps' times go to shared memory as they are taken (sh.stamps): no clock value is live across
@@ -1802,7 +1831,8 @@ static_assert(sizeof(SpecialScratch) <= GPUOS_TILE_SMEM_BYTES);
 ///   ready.
 /// The alias table in DeviceState is the one this poll's tickets see: the front end applies control
 /// tasks alone, in their turn, and waits here.
-__device__ void special_job(const LaunchParams& p, BlockShared& sh, void* smem, uint64_t post) {
+__device__ void special_job(const LaunchParams& p, uint64_t post) {
+  void* const smem = tile_smem;
   DeviceState& s = *p.state;
   SpecialScratch& ss = *static_cast<SpecialScratch*>(smem);
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
@@ -1873,7 +1903,7 @@ __device__ void special_job(const LaunchParams& p, BlockShared& sh, void* smem, 
     dev_ref<uint64_t>(s.special_done).store((post << 8) | r, cuda::memory_order_relaxed);
     // Tasks ready at once: this block runs the first next (its continuation, unarmed), the others go
     // out armed (hand_on). Their tickets' own workers find nothing to claim.
-    for (uint32_t m = ss.ready; m != 0; m &= m - 1) hand_on(p, sh, p.dq[(head + __ffs(m)) & mask]);
+    for (uint32_t m = ss.ready; m != 0; m &= m - 1) hand_on(p, p.dq[(head + __ffs(m)) & mask]);
   }
   // The dependency slots' own completion records last: a release behind a store to host memory waits
   // for it to cross the bus (the one above would, with the front end waiting).
@@ -1884,7 +1914,8 @@ __device__ void special_job(const LaunchParams& p, BlockShared& sh, void* smem, 
 /// The front end's loop. kTrace: the flight recorder is on (DeviceState::trace); the loop without it is
 /// its own copy, so the recorder's clocks and stores take no registers from the loop that serves.
 template <bool kTrace>
-__device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
+__device__ void front_end(const LaunchParams& p) {
+  BlockShared& sh = block_shared;
   DeviceState& s = *p.state;
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
   uint64_t head = load_acquire(s.head);
@@ -2024,7 +2055,7 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
       if (tid == 0 && rec) {
         rec[9] = global_ns();  // run_lone called
       }
-      lone_steps = run_lone<kTrace>(p, sh, smem, alias, v[0], head, launch, trace ? t_return : 0ull, rec);
+      lone_steps = run_lone<kTrace>(p, alias, v[0], head, launch, trace ? t_return : 0ull, rec);
       if (tid == 0) {
         pacing.lone_end = global_ns();
         pacing.after_lone = pacing.limit != 0 && next_window(window, ready, more0) == 1 ? 1u : 0u;
@@ -2132,8 +2163,9 @@ __device__ void front_end(const LaunchParams& p, BlockShared& sh, void* smem) {
 
 /// Thread 0 of a worker block that sees placed launch number `gang` for the first time: its instance
 /// when this block has a role in it, else 0. Out of line: it runs once per launch.
-__device__ __noinline__ uint64_t gang_to_join(const DeviceState& s, const BlockShared& sh, WorkerShared& cs,
-                                              uint64_t gang) {
+__device__ __noinline__ uint64_t gang_to_join(const DeviceState& s, uint64_t gang) {
+  BlockShared& sh = block_shared;
+  WorkerShared& cs = worker_shared;
   // Acquire (pairs with graph_start's release of gang_seq): the instance and the launch's words as it
   // wrote them.
   cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
@@ -2153,12 +2185,13 @@ __device__ __noinline__ uint64_t gang_to_join(const DeviceState& s, const BlockS
 /// `gang0`: DeviceState::gang_seq as thread 0 read it before the launch's grid barrier (no placed launch
 /// runs across a relaunch: the kernel exits once every published ticket completed, and none starts
 /// before the barrier).
-__device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint64_t gang0) {
+__device__ void worker(const LaunchParams& p, uint64_t gang0) {
+  BlockShared& sh = block_shared;
   DeviceState& s = *p.state;
   const uint64_t mask = (1ull << p.log2_capacity) - 1;
   uint32_t backoff = 0;
-  __shared__ WorkerShared cs;
-  const uint32_t pos = placed_position(s, smem);
+  WorkerShared& cs = worker_shared;
+  const uint32_t pos = placed_position(s);
   if (threadIdx.x == 0) {
     sh.placed_pos = pos;
     sh.next = sh.chain = 0;
@@ -2178,7 +2211,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
           if (sh.next != 0) {
             // A long run of continuations: offer this one to others, so the block's own ticket and
             // chain are not starved.
-            offer(p, sh, *reinterpret_cast<TaskRecord*>(sh.next));
+            offer(p, *reinterpret_cast<TaskRecord*>(sh.next));
             sh.next = 0;
           }
           cs.streak = 0;
@@ -2214,7 +2247,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
               dev_ref<uint64_t>(s.special_taken).compare_exchange_strong(expect, post, cuda::memory_order_acq_rel)) {
             action = kSpecial;
             target = post;
-          } else if (gang != cs.gang_seen && (target = gang_to_join(s, sh, cs, gang)) != 0) {
+          } else if (gang != cs.gang_seen && (target = gang_to_join(s, gang)) != 0) {
             action = kGang;
           } else if (mine < h) {
             action = kRunOwn;
@@ -2284,20 +2317,20 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
     TaskRecord& r = *reinterpret_cast<TaskRecord*>(target);
     if (action == kSpecial) {
       backoff = 0;
-      special_job(p, sh, smem, target);
+      special_job(p, target);
     } else if (action == kGang) {
       backoff = 0;
-      run_role(p, sh, smem, cs.role, *reinterpret_cast<GraphExec*>(target));
+      run_role(p, *reinterpret_cast<GraphExec*>(target));
     } else if (action == kRunNext || action == kRunTaken) {
       backoff = 0;
-      run_continuations(p, sh, smem, cs, &r);
+      run_continuations(p, &r);
     } else if (action == kRunOwn || action == kRunChain) {
       backoff = 0;
-      work_entry(p, sh, smem, r, kBoardSize, true, 0, false);
+      work_entry(p, r, kBoardSize, true, 0, false);
       if (action == kRunOwn && threadIdx.x == 0) cs.have = 0;
     } else if (action == kHelp) {
       backoff = 0;
-      work_entry(p, sh, smem, r, bslot, false, target, false);
+      work_entry(p, r, bslot, false, target, false);
     } else {
       // Nothing to do: back off a little so idle blocks do not saturate L2 with polls.
       backoff = backoff < 1024 ? backoff + 64 : backoff;
@@ -2315,8 +2348,7 @@ __device__ void worker(const LaunchParams& p, BlockShared& sh, void* smem, uint6
 extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOCKS_PER_SM)
     gpuos_main(const gpuos::abi::LaunchParams p) {
   using namespace gpuos::kern;
-  __shared__ BlockShared sh;
-  __shared__ __align__(16) unsigned char tile_smem[GPUOS_TILE_SMEM_BYTES];
+  BlockShared& sh = block_shared;
   gpuos::abi::DeviceState& s = *p.state;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     // A fresh run: every published task of the last run was finished before it exited, so claims
@@ -2355,11 +2387,11 @@ extern "C" __global__ void __launch_bounds__(GPUOS_BLOCK_THREADS, GPUOS_MIN_BLOC
       store_sys_u64(&p.control->started_run, p.run_id);
     }
     if (s.trace)
-      front_end<true>(p, sh, tile_smem);
+      front_end<true>(p);
     else
-      front_end<false>(p, sh, tile_smem);
+      front_end<false>(p);
   } else {
-    worker(p, sh, tile_smem, gang0);
+    worker(p, gang0);
   }
   // Diagnostics: the last block out says so in mapped memory, so the host can tell the kernel's own
   // drain from the driver's work after it (ResidentKernel's StopTiming, GPUOS_SWITCH_TRACE).
