@@ -64,6 +64,7 @@ Placement place_graph(const GraphPlan& plan, const std::vector<std::uint32_t>& t
   };
 
   std::vector<std::uint32_t> cand;
+  std::vector<Entry> order;  // a spread node's roles by when it could start there
   for (const std::uint32_t v : plan.order) {
     const std::uint32_t t = tiles[v];
     const std::uint32_t pb = pred_off[v], pe = pred_off[v + 1];
@@ -106,15 +107,18 @@ Placement place_graph(const GraphPlan& plan, const std::vector<std::uint32_t>& t
       fin[v] = end;
       continue;
     }
-    // Spread: chunk i (tiles as even as can be, the larger first) on role i (consecutive roles run on
-    // different SMs, as far as SMs go).
+    // Spread: chunk i (tiles as even as can be, the larger first) on the i-th of the roles where it can
+    // start first, lower roles first among equals: a chain's nodes take the first roles (consecutive roles
+    // run on different SMs, as far as SMs go), and nodes that can run at the same time take different ones.
     const std::uint32_t base = t / chunks, extra = t % chunks;
+    order.clear();
+    for (std::uint32_t r = 0; r < R; ++r) order.push_back({start_on(r), r});
+    std::partial_sort(order.begin(), order.begin() + chunks, order.end());
     std::uint32_t first = 0;
     std::uint64_t end = 0;
     for (std::uint32_t i = 0; i < chunks; ++i) {
-      const std::uint32_t r = i;
+      const auto [s, r] = order[i];
       const std::uint32_t count = base + (i < extra ? 1u : 0u);
-      const std::uint64_t s = start_on(r);
       take(r, v, first, count, s + count);
       end = std::max(end, s + count);
       first += count;

@@ -23,8 +23,9 @@ struct Placement {
 /// Places the nodes of `plan` (node v has tiles[v] tiles) on at most `max_roles` roles by list scheduling
 /// in the plan's topological order, every tile costing one unit and a dependency between roles one more:
 /// a node of one tile goes to the role where it can start first (a predecessor's role on a tie: no wait
-/// there); a node of several tiles is split into min(tiles, roles) even chunks on the first roles (the
-/// device gives consecutive roles to blocks on different SMs), and
+/// there); a node of several tiles is split into min(tiles, roles) even chunks on the roles where it can
+/// start first, the lower roles among equals (the device gives consecutive roles to blocks on different
+/// SMs: a chain's nodes take the first roles; nodes that can run at once take different ones), and
 /// a node of at least 4 tiles per role gets a claiming item (kPlacedClaim) on every role instead.
 /// Every role's items follow the topological order, so a launch in which every role runs cannot wait for
 /// ever. An item waits for each predecessor some other role completes (or whose tiles are spread).

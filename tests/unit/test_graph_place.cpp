@@ -162,6 +162,28 @@ TEST_CASE("placement: a chain of many-tile nodes spreads each over the roles, ev
   }
 }
 
+TEST_CASE("placement: many-tile nodes that can run at once take the roles free first") {
+  // A node of 128 tiles, 4 of 256 after it, and 4 of 128, the i-th after the i-th of 256 (a projection
+  // cut in chunks over its inputs, after the chunks that write them), on 264 roles: 1,024 tiles of the
+  // second kind and 512 of the third, spread over every role rather than piled on the first ones.
+  std::vector<std::uint32_t> tiles{128, 256, 256, 256, 256, 128, 128, 128, 128};
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+  for (std::uint32_t i = 1; i <= 4; ++i) edges.push_back({0, i}), edges.push_back({i, i + 4});
+  const GraphPlan plan = plan_graph(graph_of(tiles, edges));
+  const Placement pl = place_graph(plan, tiles, 264);
+  check_placement(plan, tiles, pl, 264);
+  CHECK(pl.roles == 264);
+  std::vector<std::uint32_t> second(pl.roles, 0), third(pl.roles, 0);
+  for (std::uint32_t r = 0; r < pl.roles; ++r)
+    for (std::uint32_t i = pl.role_off[r]; i < pl.role_off[r + 1]; ++i) {
+      const abi::PlacedItem& it = pl.items[i];
+      if (it.node >= 1 && it.node <= 4) second[r] += it.count;
+      if (it.node >= 5) third[r] += it.count;
+    }
+  CHECK(*std::max_element(second.begin(), second.end()) <= 4);  // 1,024 / 264 = 3.9
+  CHECK(*std::max_element(third.begin(), third.end()) <= 2);    // 512 / 264 = 1.9
+}
+
 TEST_CASE("placement: random DAGs with random tiles on 1 to 527 roles can always complete") {
   std::mt19937_64 rng(5);
   for (std::uint32_t n : {1u, 2u, 10u, 200u, 3000u}) {
