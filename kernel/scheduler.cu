@@ -31,6 +31,13 @@ using namespace gpuos::abi;
 template <class T>
 using dev_ref = cuda::atomic_ref<T, cuda::thread_scope_device>;
 
+/// An acquire fence at device scope (PTX's split fence), after a strong (relaxed or volatile) read that saw
+/// a release: this thread's later reads see what was released. On sm_90 it is an L1 invalidation alone;
+/// cuda::atomic_thread_fence emits fence.acq_rel for an acquire too, which adds a MEMBAR: a wait for
+/// every memory operation the thread has in flight (a reduction that published the block's last node
+/// included).
+__device__ __forceinline__ void fence_acquire() { asm volatile("fence.acquire.gpu;" ::: "memory"); }
+
 template <class T>
 __device__ __forceinline__ T load_acquire(T& x) {
   return dev_ref<T>(x).load(cuda::memory_order_acquire);
@@ -963,7 +970,10 @@ struct WorkerShared {
   uint32_t link_ran;     // link_r ran (with status link_st) and waits for node_done; 0: it has not run
   uint32_t link_st;
   uint32_t unreleased;   // what the nodes run since the last release wrote (merge_writes)
-  TileCtx link_ctx[2];     // what run_links' tiles are told, by the parity of their record in rec
+  // What the tiles of run_links (by the parity of their record in rec) and of run_role (by the parity of
+  // their item) are told. Not in registers: there, the context of the built-ins inlined in run_role was
+  // spilled, and a local-memory load after an acquire fence (which drops the SM's L1) is a round trip.
+  TileCtx tile_ctx[2];
   double link_scratch[2];  // their scratch words
 };
 /// A worker block's own shared memory (the front end's block leaves it unused); at namespace scope for
@@ -980,20 +990,20 @@ static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
 GPUOS_BUILTIN_OPS(GPUOS_DECLARE_TILE_)
 #undef GPUOS_DECLARE_TILE_
 
-/// All threads: one tile of a chain link, `tile` being its operator's adapter. A built-in operator's is
-/// called directly, and so inlined here: an H100 takes ~1,200 cycles for a tiny add's call through the
-/// jump table from run_links (the adapter saves and restores ~30 registers through the stack) and ~350
-/// inlined. An operator loaded at run time is linked into a later image than this code was compiled
-/// for, and is called through its row.
-__device__ __forceinline__ void link_tile(TileRangeFn tile, const void* args, const TileCtx& c) {
-#define GPUOS_LINK_BUILTIN_(ID, name)       \
+/// All threads: `count` tiles, the last `c.tile`, through operator adapter `tile` (a chain link's, a placed
+/// item's). A built-in operator's is called directly, and so inlined here: an H100 takes ~1,200 cycles for
+/// a tiny add's call through the jump table from run_links (the adapter saves and restores ~30 registers
+/// through the stack) and ~350 inlined. An operator loaded at run time is linked into a later image than
+/// this code was compiled for, and is called through its row.
+__device__ __forceinline__ void direct_tile(TileRangeFn tile, const void* args, const TileCtx& c, uint32_t count) {
+#define GPUOS_DIRECT_BUILTIN_(ID, name)     \
   if (tile == &gpuos_op_##name##_tile) {    \
-    gpuos_op_##name##_tile(args, c, 1u);    \
+    gpuos_op_##name##_tile(args, c, count); \
     return;                                 \
   }
-  GPUOS_BUILTIN_OPS(GPUOS_LINK_BUILTIN_)
-#undef GPUOS_LINK_BUILTIN_
-  tile(args, c, 1u);
+  GPUOS_BUILTIN_OPS(GPUOS_DIRECT_BUILTIN_)
+#undef GPUOS_DIRECT_BUILTIN_
+  tile(args, c, count);
 }
 
 /// What run_links reads of a record to run it as a link: its successor word and count, and its operator's
@@ -1066,7 +1076,7 @@ __device__ __noinline__ void run_links(const LaunchParams& p) {
   const bool copies = tid <= kPrefetchCopies;
   const uint32_t piece = kPrefetchFrom + 16 * tid;
   if (tid < 2) {
-    cs.link_ctx[tid] = TileCtx{0u, 1u, ticket, tile_smem, &cs.link_scratch[tid]};
+    cs.tile_ctx[tid] = TileCtx{0u, 1u, ticket, tile_smem, &cs.link_scratch[tid]};
     cs.link_scratch[tid] = 0.0;
   }
   __syncthreads();
@@ -1093,14 +1103,14 @@ __device__ __noinline__ void run_links(const LaunchParams& p) {
         work_busy(work, ticket, 0u, ++calls, k.op);
         noted = true;
       }
-      link_tile(k.tile, m.payload.args, cs.link_ctx[b]);
+      direct_tile(k.tile, m.payload.args, cs.tile_ctx[b], 1u);
     }
     wait_async();
     __syncthreads();  // the tile's writes, the prefetch
     if (k.st == kTaskOk && (k.e1.x | k.e1.y) != 0) {
       const TileFn finish = reinterpret_cast<TileFn>(static_cast<uintptr_t>(k.e1.x) | static_cast<uintptr_t>(k.e1.y) << 32);
       if (tid == 0 && work) work_busy(work, ticket, kWorkFinish, ++calls, k.op);
-      finish(m.payload.args, cs.link_ctx[b]);
+      finish(m.payload.args, cs.tile_ctx[b]);
       if (tid == 0 && work) work_idle(work, calls);
       noted = false;
       __syncthreads();
@@ -1318,7 +1328,7 @@ __device__ __forceinline__ bool role_wait(const RoleShared& rs, const PlacedItem
   }
   // Acquire, by each lane that saw a count: the predecessors' writes, released before their counts (the
   // barrier after this passes them on to the block).
-  if (waited) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  if (waited) fence_acquire();
   return __any_sync(0xffffffffu, skip);
 }
 
@@ -1439,6 +1449,11 @@ __device__ __noinline__ uint32_t run_claiming_item(PlacedNode& pn, const OpEntry
   return ran;
 }
 
+/// The thread of run_role that ends an item (its node's marks, counts and release, the launch's end): one
+/// of warp 1, so that the release fence, which waits until the item's writes have reached L2 (~0.6 us
+/// for a tiny add on an H100), stalls warp 1 while warp 0 goes on to the next item's wait.
+inline constexpr unsigned kRoleTail = 32;
+
 /// All threads of a worker block: runs its role (role_of) in the placed launch of instance `x` (its gang
 /// number seen, with acquire): each item in turn, tiles [first, first + count) of its node through the operator's
 /// plain adapter, after waiting for its predecessors' counts (PlacedNode::done grown by this launch's
@@ -1449,12 +1464,14 @@ __device__ __noinline__ uint32_t run_claiming_item(PlacedNode& pn, const OpEntry
 /// tiles with a release and one reduction, the first chunk adding the node's + 1, and the waiters see
 /// the node complete as soon as the last count lands (no round trip, no second release on the way).
 ///
-/// A step costs the tiles and one barrier when the item waits for nothing (its predecessors ran here):
+/// A step costs the tiles and two barriers when the item waits for nothing (its predecessors ran here):
 /// the next items' headers, payloads and waits are copied into shared memory while the tiles run
-/// (cp.async), and a node completed here whose successors all run here is neither released nor counted
-/// (the barrier orders its writes for this block; the block releases them before anything leaves it).
-/// A node other roles wait for costs a release fence and one atomic; a wait, a poll of the counter until
-/// it has grown, then an acquire fence.
+/// (cp.async), the tiles' context is written to shared memory by thread 0 before the first barrier, a
+/// built-in operator's tiles are inlined (direct_tile), and a node completed here whose successors all run
+/// here is neither released nor counted (the barrier orders its writes for this block; the block releases
+/// them before anything leaves it). A node other roles wait for costs a release fence and one atomic, in
+/// warp 1 (kRoleTail), while warp 0 starts the next item's wait: a poll of the counter until it has grown,
+/// then an acquire fence without a MEMBAR (fence_acquire).
 __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
   BlockShared& sh = block_shared;
   RoleShared& rs = worker_shared.role;
@@ -1485,9 +1502,8 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
   wait_async();
   __syncthreads();
   PlacedNode* const pnodes = reinterpret_cast<PlacedNode*>(rs.pnodes);
-  uint32_t unreleased = GPUOS_OP_NO_WRITES;  // thread 0's: what the block wrote since its last release
+  uint32_t unreleased = GPUOS_OP_NO_WRITES;  // kRoleTail's: what the block wrote since its last release
   bool bad_local = false;                    // every thread's alike
-  bool after_early = false;                  // every thread's alike: the item before awaited its inputs itself
   for (uint32_t i = begin; i < end; ++i) {
     const PlacedItem it = rs.item[i % 3];
     // The next items' words, while this one waits and runs.
@@ -1513,23 +1529,26 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
       await_state.bad_local = bad_local ? 1u : 0u;
       await_state.pending = 1;
     }
+    if (tid == 0) {
+      TaskRecord& rec = reinterpret_cast<TaskRecord*>(rs.recs)[it.node];
+      worker_shared.tile_ctx[i % 2] = TileCtx{it.first + it.count - 1, pl.tiles, rs.ticket, smem, &rec.scratch};
+    }
     if (waits && !early && tid < 32) {
       const bool sk = role_wait(rs, it, rs.wait[i % 2], bad_local);
       if (tid == 0) rs.skip = sk;
     }
-    // After an item that awaited its inputs, thread 0 set await_state.ok back to 1 past that item's
-    // barrier: this one passes it to every thread before an awaiting operator here reads it.
-    if (waits || claiming || after_early) __syncthreads();
+    // The item's context (thread 0's), its wait, and, after an item that awaited its inputs, thread 0's
+    // reset of await_state.ok past that item's barrier, for every thread.
+    __syncthreads();
     bool skip = waits && !early && rs.skip;
     uint32_t st = skip ? kTaskOk : vst;
     const OpEntry* op = skip ? nullptr : vop;
-    TaskRecord& rec = reinterpret_cast<TaskRecord*>(rs.recs)[it.node];
-    const TileCtx ctx{it.first + it.count - 1, pl.tiles, rs.ticket, smem, &rec.scratch};
+    const TileCtx& ctx = worker_shared.tile_ctx[i % 2];
     uint32_t ran = it.count;
     if (!claiming) {
       if (op) {
         work_begin(sh, rs.ticket, pl.op, ctx.tile);
-        op->tile(pl.args, ctx, it.count);
+        direct_tile(op->tile, pl.args, ctx, it.count);
         work_end(sh);
       }
     } else {
@@ -1550,14 +1569,13 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
     wait_async();
     __syncthreads();  // the tiles' writes for the whole block; the next items' words
     if (early && tid == 0) await_state.ok = 1;  // every thread read it before the barrier
-    after_early = early;
     const bool whole = !claiming && it.count == tiles;
     // A chunk of a spread node that nothing waits for the end of (no finish function, not a sink):
     // counted without learning whether it was the last, its first chunk adding the node's + 1.
     const bool counted = !whole && !claiming && !(it.flags & kPlacedSink) && !(op && op->finish);
     const bool bad = skip || st != kTaskOk;
     bool last = !counted;
-    if (tid == 0) {
+    if (tid == kRoleTail) {
       unreleased = merge_writes(unreleased, write_flags(op));
       if (bad) {
         dev_ref<uint32_t>(pn.bad).store(k, cuda::memory_order_relaxed);
@@ -1582,12 +1600,15 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
         rs.last = ran != 0 && old + ran == (k - 1) * w + tiles;
         // Acquire: the other blocks' tiles; their release travels on with this block's count below.
         if (rs.last) {
-          asm volatile("fence.acq_rel.gpu;" ::: "memory");
+          fence_acquire();
           unreleased = merge_writes(write_flags(op), 0u);
         }
       }
     }
     bad_local = bad_local || bad;
+    // A failed node's mark (kRoleTail's store) before a later item's wait reads it (run only once a node
+    // this role completed failed).
+    if (bad) __syncthreads();
     if (!whole && !counted) {
       __syncthreads();
       last = rs.last;
@@ -1599,7 +1620,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
       work_end(sh);
       __syncthreads();
     }
-    if (tid == 0) {
+    if (tid == kRoleTail) {
       const bool publish = (it.flags & kPlacedPublish) || !whole;
       const bool sink = it.flags & kPlacedSink;
       if (publish || sink) {
@@ -1617,7 +1638,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
       }
     }
   }
-  if (tid == 0) release_flags(unreleased);
+  if (tid == kRoleTail) release_flags(unreleased);
   __syncthreads();
 }
 
