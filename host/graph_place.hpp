@@ -21,7 +21,7 @@ struct Placement {
 };
 
 /// Places the nodes of `plan` (node v has tiles[v] tiles) on at most `max_roles` roles by list scheduling
-/// in the plan's topological order, every tile costing one unit and a dependency between roles one more:
+/// in the plan's topological order, every tile costing four units and a dependency between roles one more:
 /// a node of one tile goes to the role where it can start first (a predecessor's role on a tie: no wait
 /// there); a node of several tiles is split into min(tiles, roles) even chunks on the roles where it can
 /// start first, the lower roles among equals (the device gives consecutive roles to blocks on different
