@@ -34,8 +34,7 @@ using dev_ref = cuda::atomic_ref<T, cuda::thread_scope_device>;
 /// An acquire fence at device scope (PTX's split fence), after a strong (relaxed or volatile) read that saw
 /// a release: this thread's later reads see what was released. On sm_90 it is an L1 invalidation alone;
 /// cuda::atomic_thread_fence emits fence.acq_rel for an acquire too, which adds a MEMBAR: a wait for
-/// every memory operation the thread has in flight (a reduction that published the block's last node
-/// included).
+/// every memory operation the thread has in flight.
 __device__ __forceinline__ void fence_acquire() { asm volatile("fence.acquire.gpu;" ::: "memory"); }
 
 template <class T>
