@@ -185,7 +185,8 @@ class Engine:
         self.keys = torch.zeros(R, dtype=torch.int64, **z)
         self.rows = torch.zeros(R, ROW.size // 4, dtype=torch.int32, **z)
         # The last step's logits (keep_logits): the next step overwrites them, and torch's stream is not
-        # ordered with the resident kernel, so copy them to the host (which waits) before the next step.
+        # ordered with the resident kernel (a torch copy enqueued now runs when the kernel next exits,
+        # after later steps), so copy them to the host (which waits) before the next step.
         self.logits = torch.zeros(R, cfg.vocab, dtype=torch.float32, **z) if keep_logits else None
         dims = DIMS.pack(H, NH, KVH, cfg.inter, cfg.vocab, cfg.layers, max_pos, slots, cfg.eps, 0.0,
                          *cfg.inv_freq())
