@@ -23,6 +23,8 @@ extern const unsigned char gpuos_kernel_lto[];
 extern const size_t gpuos_kernel_lto_size;
 extern const unsigned char gpuos_kernel_rdc[];
 extern const size_t gpuos_kernel_rdc_size;
+extern const unsigned char gpuos_dispatch_lto[];
+extern const size_t gpuos_dispatch_lto_size;
 }
 
 namespace gpuos::detail {
@@ -206,14 +208,19 @@ gpuos_generation Generations::rebuild(Build& b) {
   } catch (const Failure& f) {
     refuse(b.focus, f.status(), f.what());
   }
-  // Link: kernel + built-ins, every live unit, the table. The kernel is relocatable SASS (linked as it
-  // is) or, with GPUOS_KERNEL_LTO=1, LTO-IR (re-optimized with the operators: same code, ~20x the link).
+  // Link: the scheduler, the dispatch loops with the built-ins, every live unit, the table. The scheduler
+  // is relocatable SASS (linked as it is) or, with GPUOS_KERNEL_LTO=1, LTO-IR (re-optimized with the
+  // operators: same code, ~20x the link); the dispatch loops are LTO-IR, so that the table's
+  // gpuos_loaded_tile inlines the operators' tiles into them (kernel/dispatch.cu).
   jit::ImageSpec spec;
   spec.base.push_back(
       {jit::InputKind::object,
        cfg_.kernel_lto ? std::span<const char>(reinterpret_cast<const char*>(gpuos_kernel_lto), gpuos_kernel_lto_size)
                        : std::span<const char>(reinterpret_cast<const char*>(gpuos_kernel_rdc), gpuos_kernel_rdc_size),
        cfg_.kernel_lto ? "gpuos_kernel (LTO-IR)" : "gpuos_kernel (SASS)"});
+  spec.base.push_back({jit::InputKind::object,
+                       std::span<const char>(reinterpret_cast<const char*>(gpuos_dispatch_lto), gpuos_dispatch_lto_size),
+                       "gpuos_dispatch (LTO-IR)"});
   for (std::uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) {
     spec.base_operators.push_back(gpuos_builtin_op_name(i));
     spec.table.push_back({i, gpuos_builtin_op_name(i)});

@@ -17,7 +17,7 @@ bool is_identifier(const std::string& s) {
 
 }  // namespace
 
-std::string table_source(std::span<const TableEntry> entries) {
+std::string table_source(std::span<const TableEntry> entries, std::span<const std::string> base_operators) {
   std::vector<const TableEntry*> by_slot(GPUOS_MAX_OPS, nullptr);
   std::set<std::string> names;
   unsigned used = 0;
@@ -37,12 +37,18 @@ std::string table_source(std::span<const TableEntry> entries) {
     names.insert(e.op);
     used = std::max(used, e.slot + 1);
   }
+  std::vector<std::string> loaded;
+  for (const std::string& n : names)
+    if (std::find(base_operators.begin(), base_operators.end(), n) == base_operators.end()) loaded.push_back(n);
 
-  // No #include: the table only takes addresses, so OpEntry may stay incomplete, and a translation unit
-  // without headers compiles in milliseconds (it is rebuilt whenever the set of operators changes).
+  // No #include: the table only takes addresses and calls adapters, so OpEntry and TileCtx may stay
+  // incomplete, and a translation unit without headers compiles in milliseconds (it is rebuilt whenever
+  // the set of operators changes).
   std::string s =
-      "// Jump table of one gpuos image: slot -> operator entry. Generated; do not edit.\n"
-      "namespace gpuos { struct OpEntry; }\n\n";
+      "// Jump table of one gpuos image: slot -> operator entry, and the direct calls of its loaded\n"
+      "// operators' range adapters. Generated; do not edit.\n"
+      "namespace gpuos { struct OpEntry; struct TileCtx; }\n"
+      "using gpuos_tile_fn = void (*)(const void*, const ::gpuos::TileCtx&, unsigned int);\n\n";
   for (const std::string& n : names) s += "extern \"C\" __device__ const ::gpuos::OpEntry gpuos_op_" + n + "_entry;\n";
   s += "\nextern \"C\" __device__ const ::gpuos::OpEntry* const gpuos_op_table[" + std::to_string(GPUOS_MAX_OPS) +
        "] = {\n";
@@ -51,13 +57,26 @@ std::string table_source(std::span<const TableEntry> entries) {
     s += by_slot[i] ? "&gpuos_op_" + by_slot[i]->op + "_entry" : std::string("nullptr");
     s += ",\n";
   }
-  s += "};\n";
+  s += "};\n\n";
+  // Inline, as the adapters are where they are defined (gpuos/op.cuh): nvJitLink inlines both into the
+  // dispatch loops (kernel/dispatch.cu). Its address, kept in a variable, makes NVRTC emit it for them.
+  for (const std::string& n : loaded)
+    s += "extern \"C\" __device__ void gpuos_op_" + n +
+         "_tile(const void*, const ::gpuos::TileCtx&, unsigned int);\n";
+  s += "extern \"C\" __device__ __forceinline__ void gpuos_loaded_tile(gpuos_tile_fn tile, const void* a,\n"
+       "                                                               const ::gpuos::TileCtx& c, unsigned int n) {\n";
+  for (const std::string& n : loaded)
+    s += "  if (tile == &gpuos_op_" + n + "_tile) return gpuos_op_" + n + "_tile(a, c, n);\n";
+  s += "  tile(a, c, n);\n}\n"
+       "extern \"C\" __device__ void (*const gpuos_loaded_tile_address)(gpuos_tile_fn, const void*, const ::gpuos::TileCtx&,\n"
+       "                                                         unsigned int) = &gpuos_loaded_tile;\n";
   return s;
 }
 
-CompileResult compile_table(std::span<const TableEntry> entries, CompileOptions o, Cache* cache) {
+CompileResult compile_table(std::span<const TableEntry> entries, CompileOptions o, Cache* cache,
+                            std::span<const std::string> base_operators) {
   o.require_operator = false;
-  return compile("gpuos_op_table.cu", table_source(entries), o, cache);
+  return compile("gpuos_op_table.cu", table_source(entries, base_operators), o, cache);
 }
 
 }  // namespace gpuos::jit

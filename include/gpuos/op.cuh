@@ -196,8 +196,9 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
 /// The adapters gpuos_op_NAME_tile (a TileRangeFn) and gpuos_op_NAME_claim (a TileClaimFn): CALL on each
 /// tile the block runs, with its context `t`.
 #define GPUOS_OP_TILES_(NAME, CALL)                                                                \
-  extern "C" __device__ void gpuos_op_##NAME##_tile(const void* a, const ::gpuos::TileCtx& c,       \
-                                                    unsigned int count) {                          \
+  extern "C" __device__ __forceinline__ void gpuos_op_##NAME##_tile(const void* a,                  \
+                                                                    const ::gpuos::TileCtx& c,    \
+                                                                    unsigned int count) {         \
     (void)a;                                                                                       \
     ::gpuos::TileCtx t = c;                                                                        \
     _Pragma("unroll 1")                                                                            \

@@ -2,6 +2,7 @@
 // of kernel/image.cu) plus operators that call gpuos::dev::malloc / free. The test executable embeds
 // it as gpuos_image_cubin, so the runtime boots it like the built-in image.
 #include "kernel/scheduler.cu"
+#include "kernel/dispatch.cu"
 #include "kernel/builtin_ops.cu"
 #include "kernel/builtin_entries.cuh"
 
@@ -139,3 +140,4 @@ extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS] 
     GPUOS_BUILTIN_TABLE_ROWS &gpuos_op_alloc_stress_entry, &gpuos_op_alloc_keep_entry,
     &gpuos_op_alloc_release_entry, &gpuos_op_alloc_exhaust_entry,
 };
+GPUOS_NO_LOADED_OPERATORS

@@ -145,7 +145,7 @@ TEST_CASE("jit link: a table naming an operator no input defines fails with the 
   const LinkResult r = link(in, lopts());
   CHECK_FALSE(r.ok);
   CHECK(r.cubin.empty());
-  CHECK(contains(r.error_log, "gpuos_op_ghost_entry"));
+  CHECK(contains(r.error_log, "gpuos_op_ghost_"));  // its entry or its range adapter
 
   // build_image says it before linking, in the user's terms.
   const ImageResult b = build_image(spec_with({&fx().scale}, table), lopts());
