@@ -76,8 +76,8 @@ enum class Kind { flag, integer, bytes, choice, path };
     "1: generations link the scheduler as LTO-IR, re-optimized with the operators (about 20x the link "    \
     "time); 0: as relocatable SASS, linked as it is.")                                                     \
   X(jit_max_compiles, "GPUOS_JIT_MAX_COMPILES", integer, 0, 64, "", "0",                                   \
-    "Most NVRTC compiles that run at once in the process (each takes hundreds of MB), and the threads of "  \
-    "a generation's link. 0: the number of hardware threads, at most 8.")                                                                        \
+    "Most NVRTC compiles that run at once in the process (each takes hundreds of MB). 0: the number of "   \
+    "hardware threads, at most 8.")                                                                        \
   X(cache_dir, "GPUOS_CACHE_DIR", path, 0, 0, "", "",                                                      \
     "Directory of the compile cache. Empty: $XDG_CACHE_HOME/gpuos, else $HOME/.cache/gpuos, else memory "  \
     "only; off: memory only. gpuos_options.cache_dir overrides it.")                                       \

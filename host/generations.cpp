@@ -99,12 +99,8 @@ Generations::Jit& Generations::jit() {
   // parse them once per process (~35 ms instead of ~450 ms a compile on the build machine).
   j->copts.extra_options = {"-pch", "-pch-messages=false"};
   j->lopts.arch = GPUOS_CUDA_ARCH;
-  // Operators run inside the resident kernel: compiled within its register budget (gpuos/limits.h). The
-  // link compiles the dispatch loops with every operator inlined (kernel/dispatch.cu), function by
-  // function on as many threads as compiles may run at once (the Llama example's six operators: 8.5 s
-  // on one thread, 5.9 on two, on a build host).
-  j->lopts.extra_options = {"-maxrregcount=" + std::to_string(GPUOS_MAX_REGISTERS),
-                            "-split-compile=" + std::to_string(jit::max_concurrent_compiles())};
+  // Operators run inside the resident kernel: compiled within its register budget (gpuos/limits.h).
+  j->lopts.extra_options = {"-maxrregcount=" + std::to_string(GPUOS_MAX_REGISTERS)};
   jit_ = std::move(j);
   return *jit_;
 }
