@@ -75,6 +75,11 @@ enum class Kind { flag, integer, bytes, choice, path };
   X(kernel_lto, "GPUOS_KERNEL_LTO", flag, 0, 1, "", "0",                                                   \
     "1: generations link the scheduler as LTO-IR, re-optimized with the operators (about 20x the link "    \
     "time); 0: as relocatable SASS, linked as it is.")                                                     \
+  X(inline_operators, "GPUOS_INLINE_OPERATORS", flag, 0, 1, "", "0",                                     \
+    "1: every generation links the dispatch loops (chain links, placed launches' roles) as LTO-IR with "  \
+    "its operators' tiles inlined into them: no item pays a call, and a link takes seconds (a tiny "      \
+    "operator's ~1.4 s on an H100 host, against ~0.1); 0: they are linked as relocatable SASS and call "  \
+    "a loaded operator through its row.")                                                                  \
   X(jit_max_compiles, "GPUOS_JIT_MAX_COMPILES", integer, 0, 64, "", "0",                                   \
     "Most NVRTC compiles that run at once in the process (each takes hundreds of MB). 0: the number of "   \
     "hardware threads, at most 8.")                                                                        \

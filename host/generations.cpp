@@ -25,6 +25,8 @@ extern const unsigned char gpuos_kernel_rdc[];
 extern const size_t gpuos_kernel_rdc_size;
 extern const unsigned char gpuos_dispatch_lto[];
 extern const size_t gpuos_dispatch_lto_size;
+extern const unsigned char gpuos_dispatch_rdc[];
+extern const size_t gpuos_dispatch_rdc_size;
 }
 
 namespace gpuos::detail {
@@ -210,17 +212,21 @@ gpuos_generation Generations::rebuild(Build& b) {
   }
   // Link: the scheduler, the dispatch loops with the built-ins, every live unit, the table. The scheduler
   // is relocatable SASS (linked as it is) or, with GPUOS_KERNEL_LTO=1, LTO-IR (re-optimized with the
-  // operators: same code, ~20x the link); the dispatch loops are LTO-IR, so that the table's
-  // gpuos_loaded_tile inlines the operators' tiles into them (kernel/dispatch.cu).
+  // operators: same code, ~20x the link). The dispatch loops are SASS, or, with GPUOS_INLINE_OPERATORS=1,
+  // LTO-IR that the table's gpuos_loaded_tile inlines the operators' tiles into (kernel/dispatch.cu).
   jit::ImageSpec spec;
   spec.base.push_back(
       {jit::InputKind::object,
        cfg_.kernel_lto ? std::span<const char>(reinterpret_cast<const char*>(gpuos_kernel_lto), gpuos_kernel_lto_size)
                        : std::span<const char>(reinterpret_cast<const char*>(gpuos_kernel_rdc), gpuos_kernel_rdc_size),
        cfg_.kernel_lto ? "gpuos_kernel (LTO-IR)" : "gpuos_kernel (SASS)"});
-  spec.base.push_back({jit::InputKind::object,
-                       std::span<const char>(reinterpret_cast<const char*>(gpuos_dispatch_lto), gpuos_dispatch_lto_size),
-                       "gpuos_dispatch (LTO-IR)"});
+  spec.base.push_back(
+      {jit::InputKind::object,
+       cfg_.inline_operators
+           ? std::span<const char>(reinterpret_cast<const char*>(gpuos_dispatch_lto), gpuos_dispatch_lto_size)
+           : std::span<const char>(reinterpret_cast<const char*>(gpuos_dispatch_rdc), gpuos_dispatch_rdc_size),
+       cfg_.inline_operators ? "gpuos_dispatch (LTO-IR)" : "gpuos_dispatch (SASS)"});
+  spec.inline_operators = cfg_.inline_operators != 0;
   for (std::uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) {
     spec.base_operators.push_back(gpuos_builtin_op_name(i));
     spec.table.push_back({i, gpuos_builtin_op_name(i)});

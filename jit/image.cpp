@@ -40,7 +40,7 @@ ImageResult build_image(const ImageSpec& spec, const LinkOptions& link_options, 
   topt.arch = link_options.arch;
   CompileResult table;
   try {
-    table = compile_table(spec.table, topt, cache, spec.base_operators);
+    table = compile_table(spec.table, topt, cache, spec.inline_operators, spec.base_operators);
   } catch (const common::Failure& f) {
     if (f.status() != GPUOS_ERR_INVALID_ARG) throw;
     return done(f.what());

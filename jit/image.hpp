@@ -28,6 +28,9 @@ struct ImageSpec {
   std::vector<const CompileResult*> units;
   /// Slot -> operator name; every name is a base operator or declared by a unit.
   std::vector<TableEntry> table;
+  /// The base inputs call gpuos_loaded_tile (kernel/dispatch.cu, GPUOS_INLINE_LOADED): the table defines
+  /// it, calling every table operator that is not a base operator by name.
+  bool inline_operators = false;
 };
 
 struct ImageResult {

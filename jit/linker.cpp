@@ -96,7 +96,11 @@ LinkResult Linker::finish() {
     return res;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const nvJitLinkResult r = GPUOS_NVJITLINK_TRY(nvJitLinkComplete(h_), GPUOS_INPUT_ERRORS_);
+  // An undefined function in LTO-IR (a call to a symbol no input defines) comes back as
+  // NVJITLINK_ERROR_INTERNAL with "Undefined reference to 'name'" in the error log: an input error.
+  const nvJitLinkResult r = nvJitLinkComplete(h_);
+  if (r != NVJITLINK_ERROR_INTERNAL || logs(true).find("Undefined reference") == std::string::npos)
+    nvjitlink_check(r, "nvJitLinkComplete(h_)", __FILE__, __LINE__, {GPUOS_INPUT_ERRORS_});
   res.seconds = seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.info_log = logs(false);
   if (r != NVJITLINK_SUCCESS) {

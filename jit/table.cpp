@@ -17,7 +17,8 @@ bool is_identifier(const std::string& s) {
 
 }  // namespace
 
-std::string table_source(std::span<const TableEntry> entries, std::span<const std::string> base_operators) {
+std::string table_source(std::span<const TableEntry> entries, bool loaded_tile,
+                         std::span<const std::string> base_operators) {
   std::vector<const TableEntry*> by_slot(GPUOS_MAX_OPS, nullptr);
   std::set<std::string> names;
   unsigned used = 0;
@@ -45,10 +46,9 @@ std::string table_source(std::span<const TableEntry> entries, std::span<const st
   // incomplete, and a translation unit without headers compiles in milliseconds (it is rebuilt whenever
   // the set of operators changes).
   std::string s =
-      "// Jump table of one gpuos image: slot -> operator entry, and the direct calls of its loaded\n"
-      "// operators' range adapters. Generated; do not edit.\n"
-      "namespace gpuos { struct OpEntry; struct TileCtx; }\n"
-      "using gpuos_tile_fn = void (*)(const void*, const ::gpuos::TileCtx&, unsigned int);\n\n";
+      "// Jump table of one gpuos image: slot -> operator entry (and the direct calls of its loaded\n"
+      "// operators' range adapters). Generated; do not edit.\n"
+      "namespace gpuos { struct OpEntry; struct TileCtx; }\n\n";
   for (const std::string& n : names) s += "extern \"C\" __device__ const ::gpuos::OpEntry gpuos_op_" + n + "_entry;\n";
   s += "\nextern \"C\" __device__ const ::gpuos::OpEntry* const gpuos_op_table[" + std::to_string(GPUOS_MAX_OPS) +
        "] = {\n";
@@ -57,7 +57,9 @@ std::string table_source(std::span<const TableEntry> entries, std::span<const st
     s += by_slot[i] ? "&gpuos_op_" + by_slot[i]->op + "_entry" : std::string("nullptr");
     s += ",\n";
   }
-  s += "};\n\n";
+  s += "};\n";
+  if (!loaded_tile) return s;
+  s += "\nusing gpuos_tile_fn = void (*)(const void*, const ::gpuos::TileCtx&, unsigned int);\n";
   // Inline, as the adapters are where they are defined (gpuos/op.cuh): nvJitLink inlines both into the
   // dispatch loops (kernel/dispatch.cu). Its address, kept in a variable, makes NVRTC emit it for them.
   for (const std::string& n : loaded)
@@ -73,10 +75,10 @@ std::string table_source(std::span<const TableEntry> entries, std::span<const st
   return s;
 }
 
-CompileResult compile_table(std::span<const TableEntry> entries, CompileOptions o, Cache* cache,
+CompileResult compile_table(std::span<const TableEntry> entries, CompileOptions o, Cache* cache, bool loaded_tile,
                             std::span<const std::string> base_operators) {
   o.require_operator = false;
-  return compile("gpuos_op_table.cu", table_source(entries, base_operators), o, cache);
+  return compile("gpuos_op_table.cu", table_source(entries, loaded_tile, base_operators), o, cache);
 }
 
 }  // namespace gpuos::jit

@@ -14,10 +14,3 @@ GPUOS_BUILTIN_OPS(GPUOS_BUILTIN_DECL_)
 #define GPUOS_BUILTIN_ROW_(ID, name) &gpuos_op_##name##_entry,
 #define GPUOS_BUILTIN_TABLE_ROWS GPUOS_BUILTIN_OPS(GPUOS_BUILTIN_ROW_)
 
-/// gpuos_loaded_tile (kernel/dispatch.cu) of an image built with nvcc, which has no operator loaded at
-/// run time: every operator that is not a built-in is called through its row.
-#define GPUOS_NO_LOADED_OPERATORS                                                                        \
-  extern "C" __device__ __forceinline__ void gpuos_loaded_tile(gpuos::TileRangeFn tile, const void* args, \
-                                                               const gpuos::TileCtx& c, unsigned int count) { \
-    tile(args, c, count);                                                                                \
-  }

@@ -4,4 +4,3 @@
 
 // The remaining slots are empty.
 extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS] = {GPUOS_BUILTIN_TABLE_ROWS};
-GPUOS_NO_LOADED_OPERATORS

@@ -1,9 +1,9 @@
 // The loops that call operators' tiles: chains of one-tile graph nodes (run_links) and the roles of
-// placed launches (run_role). A generation links this unit as LTO-IR with its operators and a generated
+// placed launches (run_role). The built-in operators' tiles are inlined into them. With
+// GPUOS_INLINE_OPERATORS=1 a generation links this unit as LTO-IR with its operators and a generated
 // table whose gpuos_loaded_tile calls each loaded operator's adapter by name (jit/table.cpp), so the
-// operators' tiles are inlined into these loops as the built-ins' are: a call to an operator's adapter
-// costs its saved registers and a slower body (~1.5-2.5 us a call for the Llama projection tile on an
-// H100, docs/benchmarks.md).
+// loaded operators' tiles are inlined too: a call to an operator's adapter costs its saved registers and
+// a slower body (~1.5-2.5 us a call for the Llama projection tile on an H100, docs/design.md).
 #include "kernel/sched.cuh"
 
 // The built-in operators' adapters (kernel/builtin_ops.cu, compiled in the same translation unit as this
@@ -14,20 +14,22 @@
 GPUOS_BUILTIN_OPS(GPUOS_DECLARE_TILE_)
 #undef GPUOS_DECLARE_TILE_
 
+#if defined(GPUOS_INLINE_LOADED)
 /// The image's operators loaded at run time, called by name (so inlined) when `tile` is one of their range
 /// adapters, else through the pointer: defined by the generated table of each generation (jit/table.cpp),
-/// which nvJitLink links with this unit's LTO-IR; by builtin_entries.cuh's GPUOS_NO_LOADED_OPERATORS in
-/// an image built with nvcc.
+/// which nvJitLink links with this unit's LTO-IR.
 extern "C" __device__ void gpuos_loaded_tile(gpuos::TileRangeFn tile, const void* args, const gpuos::TileCtx& c,
                                              unsigned int count);
+#endif
 
 namespace gpuos::kern {
 
 /// All threads: `count` tiles, the last `c.tile`, through operator adapter `tile` (a chain link's, a placed
-/// item's). Every operator's adapter is called by name and so inlined here, a built-in's directly, a loaded
-/// one's through gpuos_loaded_tile: an H100 takes ~1,200 cycles for a tiny add's call through the jump
-/// table from run_links (the adapter saves and restores ~30 registers through the stack) and ~350
-/// inlined.
+/// item's). A built-in operator's adapter is called by name and so inlined here, and so is a loaded one's
+/// through gpuos_loaded_tile where this unit is linked as LTO-IR with GPUOS_INLINE_LOADED; otherwise a
+/// loaded operator is called through its row. An H100 takes ~1,200 cycles for a tiny add's call through
+/// the jump table from run_links (the adapter saves and restores ~30 registers through the stack) and
+/// ~350 inlined.
 __device__ __forceinline__ void direct_tile(TileRangeFn tile, const void* args, const TileCtx& c, uint32_t count) {
 #define GPUOS_DIRECT_BUILTIN_(ID, name)     \
   if (tile == &gpuos_op_##name##_tile) {    \
@@ -36,7 +38,11 @@ __device__ __forceinline__ void direct_tile(TileRangeFn tile, const void* args, 
   }
   GPUOS_BUILTIN_OPS(GPUOS_DIRECT_BUILTIN_)
 #undef GPUOS_DIRECT_BUILTIN_
+#if defined(GPUOS_INLINE_LOADED)
   gpuos_loaded_tile(tile, args, c, count);
+#else
+  tile(args, c, count);
+#endif
 }
 
 /// What run_links reads of a record to run it as a link: its successor word and count, and its operator's

@@ -140,4 +140,3 @@ extern "C" __device__ const gpuos::OpEntry* const gpuos_op_table[GPUOS_MAX_OPS] 
     GPUOS_BUILTIN_TABLE_ROWS &gpuos_op_alloc_stress_entry, &gpuos_op_alloc_keep_entry,
     &gpuos_op_alloc_release_entry, &gpuos_op_alloc_exhaust_entry,
 };
-GPUOS_NO_LOADED_OPERATORS

@@ -59,6 +59,9 @@ inline std::vector<char> read_bytes(const fs::path& p) {
 inline fs::path examples_dir() { return GPUOS_JIT_TEST_EXAMPLES; }
 inline fs::path sched_stub_object() { return GPUOS_JIT_TEST_SCHED; }
 inline fs::path kernel_object() { return GPUOS_JIT_TEST_KERNEL; }
+/// The kernel's two units as generations link them with GPUOS_INLINE_OPERATORS=1 (kernel/meson.build).
+inline fs::path scheduler_sass_object() { return GPUOS_JIT_TEST_SCHED_SASS; }
+inline fs::path dispatch_lto_object() { return GPUOS_JIT_TEST_DISPATCH_LTO; }
 inline unsigned test_arch() { return GPUOS_JIT_TEST_ARCH; }
 
 /// Compile options for the test arch, with the operator headers and CCCL of the environment's

@@ -145,7 +145,7 @@ TEST_CASE("jit link: a table naming an operator no input defines fails with the 
   const LinkResult r = link(in, lopts());
   CHECK_FALSE(r.ok);
   CHECK(r.cubin.empty());
-  CHECK(contains(r.error_log, "gpuos_op_ghost_"));  // its entry or its range adapter
+  CHECK(contains(r.error_log, "gpuos_op_ghost_entry"));
 
   // build_image says it before linking, in the user's terms.
   const ImageResult b = build_image(spec_with({&fx().scale}, table), lopts());
@@ -217,6 +217,15 @@ TEST_CASE("jit link: jump-table source and its validation") {
   CHECK(contains(src, "/* 1 */ nullptr,"));
   CHECK(contains(src, "/* 3 */ &gpuos_op_scale_entry,"));
   CHECK_FALSE(contains(src, "/* 4 */"));
+  CHECK_FALSE(contains(src, "gpuos_loaded_tile"));  // only for dispatch loops that call it
+
+  // With loaded_tile: direct calls of the loaded operators' range adapters, none of a base operator's.
+  const std::vector<std::string> base = {"scale"};
+  const std::string inl = table_source(std::vector<TableEntry>{{0, "scale"}, {2, "relu"}}, true, base);
+  CHECK(contains(inl, "gpuos_loaded_tile("));
+  CHECK(contains(inl, "if (tile == &gpuos_op_relu_tile) return gpuos_op_relu_tile(a, c, n);"));
+  CHECK_FALSE(contains(inl, "gpuos_op_scale_tile"));
+  CHECK(contains(inl, "  tile(a, c, n);"));  // anything else through its row
 
   auto status = [](std::vector<TableEntry> t) {
     try {
@@ -257,6 +266,34 @@ TEST_CASE("jit link: a linked image is cached under a key over all inputs") {
   REQUIRE(c.ok);
   CHECK_FALSE(c.from_cache);
   CHECK(c.key != a.key);
+}
+
+TEST_CASE("jit link: with the operators inlined, the scheduler's SASS and the dispatch loops' LTO-IR link with them") {
+  // GPUOS_INLINE_OPERATORS=1 (host/generations.cpp): the dispatch unit calls gpuos_loaded_tile, which the
+  // table defines; the block's shared state it declares extern resolves to the scheduler unit's.
+  const std::vector<char> sched = read_bytes(scheduler_sass_object());
+  const std::vector<char> dispatch = read_bytes(dispatch_lto_object());
+  ImageSpec s;
+  s.base.push_back({InputKind::object, sched, "gpuos_kernel (SASS)"});
+  s.base.push_back({InputKind::object, dispatch, "gpuos_dispatch (LTO-IR)"});
+  s.base_operators = {"nop", "fill", "copy", "add", "mul", "axpy", "sum"};
+  for (unsigned i = 0; i < s.base_operators.size(); ++i) s.table.push_back({i, s.base_operators[i]});
+  s.units = {&fx().scale};
+  s.table.push_back({GPUOS_BUILTIN_OP_COUNT, "scale"});
+  s.inline_operators = true;
+  const ImageResult r = build_image(s, lopts());
+  INFO(r.error);
+  REQUIRE(r.ok);
+  MESSAGE("scheduler + dispatch loops with 1 operator inlined + table linked in " << r.seconds * 1e3 << " ms");
+  CHECK(elf_defines_symbol(r.cubin, "gpuos_main"));
+  CHECK(elf_defines_symbol(r.cubin, "gpuos_loaded_tile"));
+  CHECK(elf_defines_symbol(r.cubin, "gpuos_op_scale_entry"));
+
+  // Without it, the dispatch loops' LTO-IR has nothing to call.
+  s.inline_operators = false;
+  const ImageResult n = build_image(s, lopts());
+  CHECK_FALSE(n.ok);
+  CHECK(contains(n.error, "gpuos_loaded_tile"));
 }
 
 TEST_CASE("jit link: argument sizes and the ABI version are read from the linked image without a GPU") {
