@@ -14,6 +14,10 @@ several requests, and prompt tokens (prefill, up to 8 consecutive positions per 
 step, since attention reads each row's own slot up to its own position.
 
 Torch holds the buffers (the weights stay the tensors safetensors loaded) and computes nothing here.
+
+The operators are loaded in one generation whose dispatch loops inline their tiles (GPUOS_INLINE_OPERATORS,
+docs/configuration.md): importing this module turns it on for runtimes created afterwards unless the
+environment already sets it (GPUOS_INLINE_OPERATORS=0 compares with the operators called through their rows).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+os.environ.setdefault("GPUOS_INLINE_OPERATORS", "1")
 import gpuos
 
 OPS_DIR = Path(__file__).resolve().parent / "ops"
@@ -198,8 +203,10 @@ class Engine:
         torch.cuda.synchronize()
 
         if load_ops:
-            for name in OP_NAMES:
-                rt.load_operator_file(str(Path(ops_dir or OPS_DIR) / f"{name}.cu"))
+            g = rt.load_operator_files([str(Path(ops_dir or OPS_DIR) / f"{name}.cu") for name in OP_NAMES])
+            if g["failed"]:
+                raise RuntimeError("llama operators left out of the generation: " + ", ".join(
+                    f"{o['name']}: {o['error']}" for o in rt.list_ops() if o["kind"] == "failed"))
         self.op = {name: rt.op_id(name) for name in OP_NAMES}
         self._graphs: dict[tuple, gpuos.GraphExec] = {}
         self._lock = threading.Lock()

@@ -583,6 +583,17 @@ NB_MODULE(_gpuos, m) {
           },
           "path"_a)
       .def(
+          "load_operator_files",
+          [](PyRuntime& r, const std::vector<std::string>& paths) {
+            std::size_t failed = 0;
+            nb::dict d = generation_dict(unlocked([&] { return r.rt().load_operator_files(paths, &failed); }));
+            d["failed"] = failed;
+            return d;
+          },
+          "paths"_a,
+          "Compiles the files concurrently and switches to one generation serving every one that compiles and "
+          "links; the result's 'failed' counts those left out (list_ops() shows their errors).")
+      .def(
           "load_operator_source",
           [](PyRuntime& r, const std::string& name, const std::string& source) {
             return generation_dict(unlocked([&] { return r.rt().load_operator_source(name, source); }));
