@@ -202,7 +202,18 @@ void Generations::switch_image(const std::vector<char>* cubin, gpuos_generation&
 }
 
 // ---- building a generation --------------------------------------------------------------------------------
-gpuos_generation Generations::rebuild(Build& b) {
+namespace {
+/// Releases a held lock for its scope (the lock is held again when the scope ends, also by an exception).
+struct Unlocked {
+  explicit Unlocked(std::unique_lock<std::mutex>& l) : l_(l) { l_.unlock(); }
+  ~Unlocked() { l_.lock(); }
+  Unlocked(const Unlocked&) = delete;
+  Unlocked& operator=(const Unlocked&) = delete;
+  std::unique_lock<std::mutex>& l_;
+};
+}  // namespace
+
+gpuos_generation Generations::rebuild(Build& b, std::unique_lock<std::mutex>& lock) {
   Jit& j = jit();
   OpRegistry::Plan plan;
   try {
@@ -234,7 +245,11 @@ gpuos_generation Generations::rebuild(Build& b) {
   for (const auto& [uname, u] : plan.next.units) spec.units.push_back(u.serving.get());
   for (const auto& [id, op] : plan.next.ops) spec.table.push_back({id, op.name});
   const std::uint64_t nvrtc_before = jit::compile_stats().nvrtc_compiles;
-  const jit::ImageResult img = jit::build_image(spec, j.lopts, j.copts, &j.cache);
+  jit::ImageResult img;
+  {
+    Unlocked unlocked(lock);  // the registry cannot change meanwhile: changes wait for change_mu_
+    img = jit::build_image(spec, j.lopts, j.copts, &j.cache);
+  }
   b.compiled += static_cast<std::uint32_t>(jit::compile_stats().nvrtc_compiles - nvrtc_before);  // the table
   if (!img.ok)
     refuse(b.focus, GPUOS_ERR_INVALID_ARG, (b.focus.empty() ? std::string("link") : b.focus + ": link") + " error:\n" + img.error);
@@ -271,8 +286,13 @@ gpuos_generation Generations::rebuild(Build& b) {
 }
 
 gpuos_generation Generations::load(const std::string& source_name, const std::string* text) {
+  std::lock_guard<std::mutex> change(change_mu_);
+  return load_locked(source_name, text);
+}
+
+gpuos_generation Generations::load_locked(const std::string& source_name, const std::string* text) {
   if (source_name.empty()) fail(GPUOS_ERR_INVALID_ARG, "source name is empty");
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   run_.check_usable();
   run_.check_open();
   Jit& j = jit();
@@ -282,6 +302,7 @@ gpuos_generation Generations::load(const std::string& source_name, const std::st
   jit::CompileResult r;
   if (text) {
     src = *text;
+    Unlocked unlocked(lock);
     r = jit::compile(source_name, src, j.copts, &j.cache);
   } else {
     std::ifstream f(source_name, std::ios::binary);
@@ -292,6 +313,7 @@ gpuos_generation Generations::load(const std::string& source_name, const std::st
     }
     src.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
     const std::string dir = std::filesystem::path(source_name).parent_path().string();
+    Unlocked unlocked(lock);
     r = jit::compile(source_name, src, j.copts, &j.cache, dir.empty() ? "." : dir);
   }
   const auto serving = reg_.serving().units.find(source_name);
@@ -313,12 +335,13 @@ gpuos_generation Generations::load(const std::string& source_name, const std::st
   b.compiled = r.from_cache ? 0 : 1;
   b.next = reg_.serving();
   b.next.units[source_name] = Unit{std::make_shared<const jit::CompileResult>(std::move(r)), hash, 0};
-  return rebuild(b);
+  return rebuild(b, lock);
 }
 
 gpuos_generation Generations::load_all(const std::vector<std::string>& paths, std::vector<std::string>& errors) {
   errors.clear();
   if (paths.empty()) return current();
+  std::lock_guard<std::mutex> change(change_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     jit();
@@ -364,7 +387,7 @@ gpuos_generation Generations::load_all(const std::vector<std::string>& paths, st
   for (const auto& [uname, u] : b.next.units)
     if (!reg_.serving().units.contains(uname)) added.push_back(uname);
   try {
-    return rebuild(b);
+    return rebuild(b, lock);
   } catch (const Failure&) {
     if (run_.faulted()) throw;
   }
@@ -373,7 +396,7 @@ gpuos_generation Generations::load_all(const std::vector<std::string>& paths, st
   lock.unlock();
   for (const std::string& p : added) {
     try {
-      g = load(p, nullptr);
+      g = load_locked(p, nullptr);
     } catch (const Failure& f) {
       errors.push_back(f.what());
     }
@@ -382,7 +405,8 @@ gpuos_generation Generations::load_all(const std::vector<std::string>& paths, st
 }
 
 gpuos_generation Generations::remove(const std::string& source_name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> change(change_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   run_.check_usable();
   if (!reg_.serving().units.contains(source_name)) {
     if (reg_.error_of(source_name)) {  // it never loaded: forget its error
@@ -395,12 +419,13 @@ gpuos_generation Generations::remove(const std::string& source_name) {
   b.focus = source_name;
   b.next = reg_.serving();
   b.next.units.erase(source_name);
-  gpuos_generation g = rebuild(b);
+  gpuos_generation g = rebuild(b, lock);
   reg_.clear_error(source_name);
   return g;
 }
 
 gpuos_generation Generations::rollback() {
+  std::lock_guard<std::mutex> change(change_mu_);
   std::lock_guard<std::mutex> lock(mu_);
   run_.check_usable();
   Retiring retiring(reg_.accept(), reg_.serving(), reg_.plan_rollback());
@@ -434,6 +459,7 @@ std::uint32_t Generations::op_id(const std::string& name) {
 }
 
 std::uint64_t Generations::alias_set(const std::string& alias, const std::string& target) {
+  std::lock_guard<std::mutex> change(change_mu_);
   std::lock_guard<std::mutex> lock(mu_);
   run_.check_usable();
   const OpRegistry::AliasPlan p = reg_.plan_alias(alias, target);
@@ -443,6 +469,7 @@ std::uint64_t Generations::alias_set(const std::string& alias, const std::string
 }
 
 std::uint64_t Generations::alias_rollback(const std::string& alias) {
+  std::lock_guard<std::mutex> change(change_mu_);
   std::lock_guard<std::mutex> lock(mu_);
   run_.check_usable();
   const OpRegistry::AliasPlan p = reg_.plan_alias_rollback(alias);

@@ -66,7 +66,9 @@ class Generations {
   struct Jit;
   struct Build;
   Jit& jit();  // created on first use: writes the operator headers out, opens the cache
-  gpuos_generation rebuild(Build& b);
+  /// `lock` holds mu_ (and the caller change_mu_); released while the image is linked.
+  gpuos_generation rebuild(Build& b, std::unique_lock<std::mutex>& lock);
+  gpuos_generation load_locked(const std::string& source_name, const std::string* text);
   void switch_image(const std::vector<char>* cubin, gpuos_generation& g);
   /// Records `why` as the focus source's error and throws it (saying the loaded version keeps serving).
   [[noreturn]] void refuse(const std::string& focus, gpuos_status s, const std::string& why);
@@ -80,6 +82,11 @@ class Generations {
   Submitter& sub_;
   RunState& run_;
 
+  /// change_mu_ serializes changes (loads, removals, rollbacks, aliases); mu_ guards what readers see (the
+  /// registry, the current generation) and is released while a change compiles and links, which takes
+  /// seconds with GPUOS_INLINE_OPERATORS: op_id, list and current answer from the generation serving.
+  /// Order: change_mu_, then mu_.
+  std::mutex change_mu_;
   std::mutex mu_;
   std::unique_ptr<Jit> jit_;
   gpuos_generation cur_{}, prev_{};

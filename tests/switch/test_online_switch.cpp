@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -267,4 +268,36 @@ TEST_CASE("online switch: a shutdown while the idle unload of retired images has
     const std::string d = rt.diagnose();
     CHECK_MESSAGE(d.find("state=faulted") == std::string::npos, d);
   }
+}
+
+TEST_CASE("online switch: while a generation builds, names, the operator list and metrics answer from the one serving") {
+  // A build compiles and links for 0.1 s to seconds (GPUOS_INLINE_OPERATORS); an inference server's
+  // lookups and its metrics endpoint must not wait for it.
+  Runtime rt(test::scaled_queue(Options()));
+  rt.load_operator_source("tag.cu", test::tag_source("tag", 1));
+  const uint32_t id = rt.op_id("tag");
+  const uint64_t serving = rt.generation().number;
+  std::atomic<bool> building{true};
+  std::thread loader([&] {
+    // A source never seen in this process: compiled by NVRTC, then linked.
+    rt.load_operator_source("tag.cu", test::tag_source("tag", 2) + "// " + std::to_string(std::rand()) + "\n");
+    building = false;
+  });
+  size_t answered = 0;  // calls that returned while the build was still running
+  while (building) {
+    CHECK(rt.op_id("tag") == id);
+    const auto ops = rt.list_ops();
+    const std::string m = rt.metrics();
+    if (building) {
+      ++answered;
+      CHECK(rt.generation().number == serving);
+      CHECK(!ops.empty());
+      CHECK(m.find("gpuos_") != std::string::npos);
+    }
+  }
+  loader.join();
+  MESSAGE(answered << " lookups, lists and metrics answered during the build");
+  CHECK(answered >= 3);  // one call that waited for the build would be the last to return during it
+  CHECK(rt.generation().number == serving + 1);
+  CHECK(rt.op_id("tag") == id);
 }
