@@ -2,11 +2,12 @@
 // state and the inline steps both take. kernel/scheduler.cu (the front end, the worker loop, the graph
 // bookkeeping) and kernel/dispatch.cu (the loops that call operators' tiles: chain links and placed
 // roles) include it. The image built at build time compiles both in one translation unit (image.cu); a
-// generation links the scheduler as relocatable SASS and the dispatch unit as LTO-IR, re-optimized with
-// that generation's operators so that their tiles are inlined where they are called (jit/table.cpp).
+// generation links each as relocatable SASS, or the dispatch unit as LTO-IR re-optimized with that
+// generation's operators so that their tiles are inlined where they are called (GPUOS_INLINE_OPERATORS,
+// jit/table.cpp).
 //
 // The block's shared state is defined by the scheduler's unit; the dispatch unit, compiled on its own
-// (dispatch_lto.cu), declares it extern and reaches the same shared-memory variables.
+// (dispatch_unit.cu), declares it extern and reaches the same shared-memory variables.
 #pragma once
 
 #include <cooperative_groups.h>

@@ -194,7 +194,9 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
                 "__device__ void " #FN "(const " #ARGS "&, const gpuos::TileCtx&)");
 
 /// The adapters gpuos_op_NAME_tile (a TileRangeFn) and gpuos_op_NAME_claim (a TileClaimFn): CALL on each
-/// tile the block runs, with its context `t`.
+/// tile the block runs, with its context `t`. The range adapter is inline: the kernel's dispatch loops call
+/// it by name where they can (a built-in's; a loaded one's with GPUOS_INLINE_OPERATORS=1), and its
+/// jump-table row, which takes its address, keeps an out-of-line copy for calls through the row.
 #define GPUOS_OP_TILES_(NAME, CALL)                                                                \
   extern "C" __device__ __forceinline__ void gpuos_op_##NAME##_tile(const void* a,                  \
                                                                     const ::gpuos::TileCtx& c,    \
