@@ -3,13 +3,16 @@
     python serve_check.py MODEL_DIR [--requests 48] [--concurrency 8] [--max-tokens 32] [--json OUT]
 
 Starts server.py on a copy of the operator directory, then runs the same bounded load (loadgen.py,
-streaming, greedy) twice:
-1. as it is: the reference answers;
-2. while operators change under it: a new version of llama_resid (the same projection with four blocks
-   of weights in flight per lane instead of two: the same sums in the same order) is saved into the
-   directory and goes live; then a broken llama_swiglu (a syntax error) is saved and must be refused while
-   the version before keeps serving; then the good one is saved back.
-Every request must complete in both runs with answers identical to the reference (the steps compute the
+streaming, greedy):
+1. once as it is: the reference answers;
+2. again and again, back to back, while operators change under it, until the changes are done: a new
+   version of llama_resid (its epilogue on the block's other four warps: the same operations on the same
+   values, so the same bits, and a request whose steps straddle the switch must still answer as the
+   reference) is saved into the directory and goes live; then a broken
+   llama_swiglu (a syntax error) is saved and must be refused while the version before keeps serving;
+   then the good one is saved back. (A generation's build takes seconds, longer than one run of the
+   load: repeating the run keeps requests in flight while each change builds and goes live.)
+Every request must complete in every run with answers identical to the reference (the steps compute the
 same bits whichever rows share them: deterministic sums). Checks /health and /metrics, stops the server
 with SIGTERM and expects exit status 0. Exit status 0 when all of it holds.
 """
@@ -71,7 +74,9 @@ def main() -> int:
         shutil.copy(f, ops / f.name)
     resid, swiglu = (ops / "llama_resid.cu"), (ops / "llama_swiglu.cu")
     resid_v1, swiglu_ok = resid.read_text(), swiglu.read_text()
-    resid_v2 = resid_v1.replace("project16(", "project16<4>(")
+    resid_v2 = resid_v1.replace("if (threadIdx.x >= 128u) return;", "if (threadIdx.x < 128u) return;").replace(
+        "r = threadIdx.x >> 4;", "r = (threadIdx.x - 128u) >> 4;")
+    assert resid_v2.count("threadIdx.x - 128u") == 1 and "threadIdx.x < 128u) return;" in resid_v2
     swiglu_broken = swiglu_ok.replace("const float act =", "const float act = ;")
     assert resid_v2 != resid_v1 and swiglu_broken != swiglu_ok
 
@@ -120,7 +125,7 @@ def main() -> int:
             loads0, refused0 = metric(m0, "llama_server_operator_loads_total"), metric(m0, "llama_server_operator_refused_total")
             time.sleep(ref["wall_s"] * 0.2)
             save(resid, resid_v2)
-            events.append("saved llama_resid v2")
+            events.append(f"saved llama_resid v2 at {time.time() - t_swap:.2f} s")
             wait_for("llama_server_operator_loads_total", loads0, "llama_resid v2 live")
             save(swiglu, swiglu_broken)
             events.append("saved a broken llama_swiglu")
@@ -129,22 +134,37 @@ def main() -> int:
             save(swiglu, swiglu_ok)
             events.append("saved llama_swiglu back")
 
+        t_swap = time.time()
         sw = threading.Thread(target=swapper)
         sw.start()
-        swapped = loadgen.run(url, **run)
+        runs = []
+        while True:  # bounded: the swapper's waits end within 60 s each
+            runs.append(loadgen.run(url, **run))
+            runs[-1]["end_s"] = time.time() - t_swap
+            if not sw.is_alive():
+                break
         sw.join()
         time.sleep(1.0)
         _, metrics = get(url + "/metrics")
-        same = sum(x == y for x, y in zip(ref["answers"], swapped["answers"]))
+        swapped = runs[0] if len(runs) == 1 else {
+            "completed": sum(r["completed"] for r in runs), "errors": sum((r["errors"] for r in runs), []),
+            "short_answers": sum(r["short_answers"] for r in runs), "runs": len(runs),
+            "wall_s": sum(r["wall_s"] for r in runs),
+            "tokens_per_s": sum(r["tokens_per_s"] * r["wall_s"] for r in runs) / sum(r["wall_s"] for r in runs),
+            "answers": [x for r in runs for x in r["answers"]]}
+        same = sum(x == y for r in runs for x, y in zip(ref["answers"], r["answers"]))
         report.update({
             "reference_run": {k: v for k, v in ref.items() if k != "answers"},
             "swap_run": {k: v for k, v in swapped.items() if k != "answers"},
             "swap_events": events,
             "identical_answers": same,
+            "identical_per_run": [sum(x == y for x, y in zip(ref["answers"], r["answers"])) for r in runs],
+            "swap_run_ends_s": [round(r["end_s"], 2) for r in runs] if runs and "end_s" in runs[0] else None,
             "metrics_ok": "gpuos_" in metrics and "llama_server_tokens_generated_total" in metrics,
             "operators_failing_at_end": metric(metrics, "llama_server_operators_failing"),
         })
-        report["ok"] = (ref["completed"] == a.requests and swapped["completed"] == a.requests and same == a.requests
+        n = a.requests * len(runs)
+        report["ok"] = (ref["completed"] == a.requests and swapped["completed"] == n and same == n
                         and not ref["short_answers"] and not swapped["short_answers"] and report["metrics_ok"]
                         and report["health"][0] == 200 and len(events) == 5
                         and report["operators_failing_at_end"] == 0)
