@@ -52,6 +52,33 @@ GPUOS_OPERATOR(twice, TwiceArgs, twice_tile)
     assert torch.all(x == 4.0)
 
 
+def test_operator_files_in_one_generation(gpu, tmp_path):
+    good = """
+#include "gpuos/op.cuh"
+struct NegArgs { float* x; unsigned long long n; };
+__device__ void neg_tile(const NegArgs& a, const gpuos::TileCtx& c) {
+  for (unsigned long long i = c.first(4096) + threadIdx.x; i < c.last(4096, a.n); i += blockDim.x) a.x[i] = -a.x[i];
+}
+GPUOS_OPERATOR(neg, NegArgs, neg_tile)
+"""
+    import struct
+
+    (tmp_path / "neg.cu").write_text(good)
+    (tmp_path / "half.cu").write_text(good.replace("neg", "half").replace("= -a.x[i]", "= 0.5f * a.x[i]"))
+    (tmp_path / "broken.cu").write_text(good.replace("neg", "broken").replace("a.n)", "a.n"))
+    x = torch.full((5000,), 4.0, device="cuda")
+    torch.cuda.synchronize()
+    with gpuos.Runtime(sm_budget=16) as rt:
+        g = rt.load_operator_files([str(tmp_path / f) for f in ("neg.cu", "half.cu", "broken.cu")])
+        assert g["number"] == 1 and g["failed"] == 1  # one generation; the broken file left out
+        failed = [o for o in rt.list_ops() if o["kind"] == "failed"]
+        assert len(failed) == 1 and "broken.cu" in failed[0]["source"] and failed[0]["error"]
+        args = struct.pack("<QQ", x.data_ptr(), x.numel())
+        assert rt.wait(rt.submit(gpuos.Task(rt.op_id("neg"), tiles=2, args=args)), timeout=10)
+        assert rt.wait(rt.submit(gpuos.Task(rt.op_id("half"), tiles=2, args=args)), timeout=10)
+    assert torch.all(x == -2.0)
+
+
 def test_dependencies_lanes_and_graphs(gpu):
     n = 4096
     x = torch.zeros(n, device="cuda")
