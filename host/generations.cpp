@@ -225,18 +225,18 @@ gpuos_generation Generations::rebuild(Build& b, std::unique_lock<std::mutex>& lo
   // is relocatable SASS (linked as it is) or, with GPUOS_KERNEL_LTO=1, LTO-IR (re-optimized with the
   // operators: same code, ~20x the link). The dispatch loops are SASS, or, with GPUOS_INLINE_OPERATORS=1,
   // LTO-IR that the table's gpuos_loaded_tile inlines the operators' tiles into (kernel/dispatch.cu).
+  auto bytes = [](const unsigned char* p, std::size_t n) {
+    return std::span<const char>(reinterpret_cast<const char*>(p), n);
+  };
   jit::ImageSpec spec;
-  spec.base.push_back(
-      {jit::InputKind::object,
-       cfg_.kernel_lto ? std::span<const char>(reinterpret_cast<const char*>(gpuos_kernel_lto), gpuos_kernel_lto_size)
-                       : std::span<const char>(reinterpret_cast<const char*>(gpuos_kernel_rdc), gpuos_kernel_rdc_size),
-       cfg_.kernel_lto ? "gpuos_kernel (LTO-IR)" : "gpuos_kernel (SASS)"});
-  spec.base.push_back(
-      {jit::InputKind::object,
-       cfg_.inline_operators
-           ? std::span<const char>(reinterpret_cast<const char*>(gpuos_dispatch_lto), gpuos_dispatch_lto_size)
-           : std::span<const char>(reinterpret_cast<const char*>(gpuos_dispatch_rdc), gpuos_dispatch_rdc_size),
-       cfg_.inline_operators ? "gpuos_dispatch (LTO-IR)" : "gpuos_dispatch (SASS)"});
+  spec.base.push_back({jit::InputKind::object,
+                       cfg_.kernel_lto ? bytes(gpuos_kernel_lto, gpuos_kernel_lto_size)
+                                       : bytes(gpuos_kernel_rdc, gpuos_kernel_rdc_size),
+                       cfg_.kernel_lto ? "gpuos_kernel (LTO-IR)" : "gpuos_kernel (SASS)"});
+  spec.base.push_back({jit::InputKind::object,
+                       cfg_.inline_operators ? bytes(gpuos_dispatch_lto, gpuos_dispatch_lto_size)
+                                             : bytes(gpuos_dispatch_rdc, gpuos_dispatch_rdc_size),
+                       cfg_.inline_operators ? "gpuos_dispatch (LTO-IR)" : "gpuos_dispatch (SASS)"});
   spec.inline_operators = cfg_.inline_operators != 0;
   for (std::uint32_t i = 0; i < GPUOS_BUILTIN_OP_COUNT; ++i) {
     spec.base_operators.push_back(gpuos_builtin_op_name(i));

@@ -38,17 +38,13 @@ std::string table_source(std::span<const TableEntry> entries, bool loaded_tile,
     names.insert(e.op);
     used = std::max(used, e.slot + 1);
   }
-  std::vector<std::string> loaded;
-  for (const std::string& n : names)
-    if (std::find(base_operators.begin(), base_operators.end(), n) == base_operators.end()) loaded.push_back(n);
-
-  // No #include: the table only takes addresses and calls adapters, so OpEntry and TileCtx may stay
+  // No #include: the table only takes addresses (and calls adapters), so OpEntry and TileCtx may stay
   // incomplete, and a translation unit without headers compiles in milliseconds (it is rebuilt whenever
   // the set of operators changes).
   std::string s =
       "// Jump table of one gpuos image: slot -> operator entry (and the direct calls of its loaded\n"
       "// operators' range adapters). Generated; do not edit.\n"
-      "namespace gpuos { struct OpEntry; struct TileCtx; }\n\n";
+      "namespace gpuos { struct OpEntry; }\n\n";
   for (const std::string& n : names) s += "extern \"C\" __device__ const ::gpuos::OpEntry gpuos_op_" + n + "_entry;\n";
   s += "\nextern \"C\" __device__ const ::gpuos::OpEntry* const gpuos_op_table[" + std::to_string(GPUOS_MAX_OPS) +
        "] = {\n";
@@ -59,16 +55,20 @@ std::string table_source(std::span<const TableEntry> entries, bool loaded_tile,
   }
   s += "};\n";
   if (!loaded_tile) return s;
-  s += "\nusing gpuos_tile_fn = void (*)(const void*, const ::gpuos::TileCtx&, unsigned int);\n";
   // Inline, as the adapters are where they are defined (gpuos/op.cuh): nvJitLink inlines both into the
   // dispatch loops (kernel/dispatch.cu). Its address, kept in a variable, makes NVRTC emit it for them.
-  for (const std::string& n : loaded)
-    s += "extern \"C\" __device__ void gpuos_op_" + n +
-         "_tile(const void*, const ::gpuos::TileCtx&, unsigned int);\n";
-  s += "extern \"C\" __device__ __forceinline__ void gpuos_loaded_tile(gpuos_tile_fn tile, const void* a,\n"
-       "                                                               const ::gpuos::TileCtx& c, unsigned int n) {\n";
-  for (const std::string& n : loaded)
-    s += "  if (tile == &gpuos_op_" + n + "_tile) return gpuos_op_" + n + "_tile(a, c, n);\n";
+  std::string decls, calls;
+  for (const std::string& n : names) {
+    if (std::find(base_operators.begin(), base_operators.end(), n) != base_operators.end()) continue;
+    decls += "extern \"C\" __device__ void gpuos_op_" + n + "_tile(const void*, const ::gpuos::TileCtx&, unsigned int);\n";
+    calls += "  if (tile == &gpuos_op_" + n + "_tile) return gpuos_op_" + n + "_tile(a, c, n);\n";
+  }
+  s += "\nnamespace gpuos { struct TileCtx; }\n"
+       "using gpuos_tile_fn = void (*)(const void*, const ::gpuos::TileCtx&, unsigned int);\n" +
+       decls +
+       "extern \"C\" __device__ __forceinline__ void gpuos_loaded_tile(gpuos_tile_fn tile, const void* a,\n"
+       "                                                               const ::gpuos::TileCtx& c, unsigned int n) {\n" +
+       calls;
   s += "  tile(a, c, n);\n}\n"
        "extern \"C\" __device__ void (*const gpuos_loaded_tile_address)(gpuos_tile_fn, const void*, const ::gpuos::TileCtx&,\n"
        "                                                         unsigned int) = &gpuos_loaded_tile;\n";

@@ -13,4 +13,3 @@ GPUOS_BUILTIN_OPS(GPUOS_BUILTIN_DECL_)
 /// The first GPUOS_BUILTIN_OP_COUNT rows of a jump table, in id order, each followed by a comma.
 #define GPUOS_BUILTIN_ROW_(ID, name) &gpuos_op_##name##_entry,
 #define GPUOS_BUILTIN_TABLE_ROWS GPUOS_BUILTIN_OPS(GPUOS_BUILTIN_ROW_)
-
