@@ -47,26 +47,35 @@ __device__ __forceinline__ unsigned smid() {{
   return s;
 }}
 }}  // namespace llama
+#define LLAMA_TRACE_RECORD(KIND, TILE, COUNT)                                                          \
+  __syncthreads();                                                                                      \
+  if (threadIdx.x == 0) {{                                                                               \
+    unsigned* count = reinterpret_cast<unsigned*>(LLAMA_TRACE_BUF);                                     \
+    const unsigned i = count[blockIdx.x]++;                                                             \
+    if (i < {per_block}u) {{                                                                             \
+      const unsigned long long* w = reinterpret_cast<const unsigned long long*>(&a);                    \
+      unsigned long long* r = reinterpret_cast<unsigned long long*>(LLAMA_TRACE_BUF + {rec_off}ull) +   \
+                              (static_cast<unsigned long long>(blockIdx.x) * {per_block}u + i) * 4u;    \
+      r[0] = w[0] * 0x9E3779B97F4A7C15ull + w[1];                                                       \
+      r[1] = (static_cast<unsigned long long>(KIND) << 56) |                                            \
+             (static_cast<unsigned long long>(llama::smid()) << 40) |                                   \
+             (static_cast<unsigned long long>(blockIdx.x) << 24) |                                      \
+             (static_cast<unsigned long long>((COUNT) < 255u ? (COUNT) : 255u) << 16) | ((TILE) & 0xFFFFu); \
+      r[2] = t0;                                                                                        \
+      r[3] = llama::gtime();                                                                            \
+    }}                                                                                                   \
+  }}
 #define LLAMA_TRACED(FN, ARGS, KIND)                                                                   \
   __device__ void FN##_traced(const ARGS& a, const gpuos::TileCtx& c) {{                                 \
     const unsigned long long t0 = llama::gtime();                                                       \
     FN(a, c);                                                                                           \
-    __syncthreads();                                                                                    \
-    if (threadIdx.x == 0) {{                                                                             \
-      unsigned* count = reinterpret_cast<unsigned*>(LLAMA_TRACE_BUF);                                   \
-      const unsigned i = count[blockIdx.x]++;                                                           \
-      if (i < {per_block}u) {{                                                                           \
-        const unsigned long long* w = reinterpret_cast<const unsigned long long*>(&a);                  \
-        unsigned long long* r = reinterpret_cast<unsigned long long*>(LLAMA_TRACE_BUF + {rec_off}ull) + \
-                                (static_cast<unsigned long long>(blockIdx.x) * {per_block}u + i) * 4u;  \
-        r[0] = w[0] * 0x9E3779B97F4A7C15ull + w[1];                                                     \
-        r[1] = (static_cast<unsigned long long>(KIND) << 56) |                                          \
-               (static_cast<unsigned long long>(llama::smid()) << 40) |                                 \
-               (static_cast<unsigned long long>(blockIdx.x) << 24) | c.tile;                            \
-        r[2] = t0;                                                                                      \
-        r[3] = llama::gtime();                                                                          \
-      }}                                                                                                 \
-    }}                                                                                                   \
+    LLAMA_TRACE_RECORD(KIND, c.tile, 1u)                                                                \
+  }}
+#define LLAMA_TRACED_RANGES(FN, ARGS, KIND)                                                            \
+  __device__ void FN##_traced(const ARGS& a, const gpuos::TileCtx& c, unsigned n) {{                     \
+    const unsigned long long t0 = llama::gtime();                                                       \
+    FN(a, c, n);                                                                                        \
+    LLAMA_TRACE_RECORD(KIND, c.tile, n)                                                                 \
   }}
 """
 
@@ -109,7 +118,7 @@ def clock_offset(rt, rounds: int = 30) -> int:
 
 
 def traced_ops(buf: torch.Tensor, dst: Path, src: Path = OPS_DIR) -> Path:
-    """A copy of the operators in `src` that records each tile into `buf`."""
+    """A copy of the operators in `src` that records each call (a tile, or a range of tiles) into `buf`."""
     rec_off = MAX_BLOCKS * 4 * 8  # bytes: the counts take the buffer's first MAX_BLOCKS * 4 words
     shutil.copytree(src, dst, dirs_exist_ok=True)
     h = dst / "llama.cuh"
@@ -119,7 +128,8 @@ def traced_ops(buf: torch.Tensor, dst: Path, src: Path = OPS_DIR) -> Path:
         src = f.read_text()
         m = re.search(r"GPUOS_OPERATOR(\w*)\((\w+), (\w+), (\w+)", src)
         macro, op, args, fn = m.groups()
-        src = src[: m.start()] + f"LLAMA_TRACED({fn}, {args}, {KINDS[name]})\n" + \
+        traced = "LLAMA_TRACED_RANGES" if macro.startswith("_RANGES") else "LLAMA_TRACED"
+        src = src[: m.start()] + f"{traced}({fn}, {args}, {KINDS[name]})\n" + \
             f"GPUOS_OPERATOR{macro}({op}, {args}, {fn}_traced" + src[m.end():]
         f.write_text(src)
     return dst
@@ -147,10 +157,11 @@ def nodes_of(recs: np.ndarray) -> list[dict]:
         blocks = (r[:, 1] >> 24) & 0xFFFF
         firsts = [int(r[blocks == b, 2].min()) for b in np.unique(blocks)]
         lasts = [int(r[blocks == b, 3].max()) for b in np.unique(blocks)]
-        out.append(dict(kind=OP_NAMES[kind], tiles=len(r), blocks=len(firsts),
+        counts = ((r[:, 1] >> 16) & 0xFF).astype(np.int64)  # tiles of the record's call (a range's)
+        out.append(dict(kind=OP_NAMES[kind], tiles=int(counts.sum()), blocks=len(firsts),
                         start=int(r[:, 2].min()) - t_base, end=int(r[:, 3].max()) - t_base,
                         firsts=np.array(firsts) - t_base, lasts=np.array(lasts) - t_base,
-                        tile_ns=(r[:, 3] - r[:, 2]).astype(np.int64)))
+                        tile_ns=(r[:, 3] - r[:, 2]).astype(np.int64) // np.maximum(counts, 1)))
     out.sort(key=lambda n: n["end"])
     return out
 

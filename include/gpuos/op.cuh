@@ -12,6 +12,13 @@
 //   }
 //   GPUOS_OPERATOR(scale, ScaleArgs, scale_tile)
 //
+// An operator whose tiles stream one after another through the same block (a projection's weight rows,
+// say) may instead give a range function, which runs a run of consecutive tiles in one call, so that
+// it can ask for the next tile's data while it finishes the one before (GPUOS_OPERATOR_RANGES):
+//
+//   __device__ void scale_range(const ScaleArgs& a, const gpuos::TileCtx& c, unsigned count);
+//   // runs tiles c.tile - count + 1 .. c.tile (count >= 1), in any order; c.smem free when it starts
+//
 // A tile function may use threadIdx/blockDim (blockDim.x == GPUOS_BLOCK_THREADS), __syncthreads() (all
 // threads of the block enter the tile function together), ctx.smem, and ctx.scratch. It must not
 // return before the other threads of its block when it uses __syncthreads, and must not wait on other
@@ -122,6 +129,22 @@ namespace detail {
 template <class Args, class Fn>
 inline constexpr bool tile_signature_ok =
     cuda::std::is_same_v<Fn, void (*)(const Args&, const TileCtx&)>;
+template <class Args, class Fn>
+inline constexpr bool range_signature_ok =
+    cuda::std::is_same_v<Fn, void (*)(const Args&, const TileCtx&, unsigned int)>;
+
+/// `count` tiles from c.tile down, one call of `run` per tile, with a barrier between consecutive tiles:
+/// the batch of an operator given a tile function.
+template <class Run>
+__device__ __forceinline__ void run_tiles(const TileCtx& c, unsigned int count, Run run) {
+  TileCtx t = c;
+#pragma unroll 1
+  for (unsigned int i = 0; i < count; ++i) {
+    if (i != 0) __syncthreads();
+    t.tile = c.tile - i;
+    run(t);
+  }
+}
 
 /// A block's next claim of tiles: thread 0 subtracts `take` tiles from the claim word (relaxed: the block
 /// holds tiles it has not reported, so the task cannot complete and the word stays this task's) and gets
@@ -138,16 +161,16 @@ __device__ __forceinline__ unsigned long long claim_issue(unsigned long long* wo
   return old;
 }
 
-/// The claiming adapter's loop: `count` tiles from ctx.tile down; then claims of claims->take
-/// tiles (later about (tiles left) / (spread x grid), clamped to [1, claims->max]), each issued as the
-/// previous batch starts while a grid's worth of tiles is unclaimed (after it, once fewer are), until a
-/// claim finds no tile or takes the last ones. The claim word's
-/// high half is the task's remaining tile count (TileClaims::word); a claim that saw `rem` > 0
+/// The claiming adapter's loop: `count` tiles from ctx.tile down (one call of `batch` with the batch's
+/// context, its tile the batch's highest, and its count); then claims of claims->take tiles (later about
+/// (tiles left) / (spread x grid), clamped to [1, claims->max]), each issued as the previous batch starts
+/// while a grid's worth of tiles is unclaimed (after it, once fewer are), until a claim finds no tile or
+/// takes the last ones. The claim word's high half is the task's remaining tile count (TileClaims::word); a claim that saw `rem` > 0
 /// owns tiles rem - 1 down to rem - got. The claim's result register is first read after the batch:
 /// the tiles run while it is in flight.
-template <class Run>
+template <class Batch>
 __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned int count, TileClaims* claims,
-                                                    Run run) {
+                                                    Batch batch) {
   TileCtx t = c;
   unsigned long long* const word = claims->word;
   unsigned int top = c.tile, n = count, take = claims->take, left = claims->left, ran = 0;
@@ -157,12 +180,8 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
     // could have gone to a block that has none (a task of few tiles, the end of a large one).
     const bool ahead = claim_more && left >= gridDim.x;
     unsigned long long old = ahead ? claim_issue(word, take) : 0ull;
-#pragma unroll 1
-    for (unsigned int i = 0; i < n; ++i) {
-      if (i != 0) __syncthreads();
-      t.tile = top - i;
-      run(t);
-    }
+    t.tile = top;
+    batch(static_cast<const TileCtx&>(t), n);
     ran += n;
     if (!claim_more) return ran;
     if (!ahead) old = claim_issue(word, take);
@@ -184,37 +203,53 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
 
 }  // namespace gpuos
 
-#define GPUOS_OP_CHECK_(NAME, ARGS, FN)                                                                 \
+#define GPUOS_OP_ARGS_CHECK_(NAME, ARGS)                                                               \
   static_assert(cuda::std::is_trivially_copyable_v<ARGS>,                                            \
                 "gpuos operator '" #NAME "': argument struct " #ARGS " must be trivially copyable"); \
   static_assert(sizeof(ARGS) <= GPUOS_MAX_ARG_BYTES,                                                 \
-                "gpuos operator '" #NAME "': argument struct " #ARGS " exceeds GPUOS_MAX_ARG_BYTES"); \
+                "gpuos operator '" #NAME "': argument struct " #ARGS " exceeds GPUOS_MAX_ARG_BYTES");
+#define GPUOS_OP_CHECK_(NAME, ARGS, FN)                                                                 \
+  GPUOS_OP_ARGS_CHECK_(NAME, ARGS)                                                                   \
   static_assert(::gpuos::detail::tile_signature_ok<ARGS, decltype(&FN)>,                              \
                 "gpuos operator '" #NAME "': " #FN " must be declared as "                           \
                 "__device__ void " #FN "(const " #ARGS "&, const gpuos::TileCtx&)");
+#define GPUOS_OP_RANGE_CHECK_(NAME, ARGS, FN)                                                           \
+  GPUOS_OP_ARGS_CHECK_(NAME, ARGS)                                                                   \
+  static_assert(::gpuos::detail::range_signature_ok<ARGS, decltype(&FN)>,                             \
+                "gpuos operator '" #NAME "': " #FN " must be declared as "                           \
+                "__device__ void " #FN "(const " #ARGS "&, const gpuos::TileCtx&, unsigned)");
 
-/// The adapters gpuos_op_NAME_tile (a TileRangeFn) and gpuos_op_NAME_claim (a TileClaimFn): CALL on each
-/// tile the block runs, with its context `t`. The range adapter is inline: the kernel's dispatch loops call
-/// it by name where they can (a built-in's; a loaded one's with GPUOS_INLINE_OPERATORS=1), and its
-/// jump-table row, which takes its address, keeps an out-of-line copy for calls through the row.
-#define GPUOS_OP_TILES_(NAME, CALL)                                                                \
+/// The adapters gpuos_op_NAME_tile (a TileRangeFn) and gpuos_op_NAME_claim (a TileClaimFn): BATCH on each
+/// run of consecutive tiles the block runs, `bc` the run's context (bc.tile its highest tile) and `bn` its
+/// length. The range adapter is inline: the kernel's dispatch loops call it by name where they can (a
+/// built-in's; a loaded one's with GPUOS_INLINE_OPERATORS=1), and its jump-table row, which takes its
+/// address, keeps an out-of-line copy for calls through the row.
+#define GPUOS_OP_ADAPTERS_(NAME, BATCH)                                                              \
   extern "C" __device__ __forceinline__ void gpuos_op_##NAME##_tile(const void* a,                  \
-                                                                    const ::gpuos::TileCtx& c,    \
-                                                                    unsigned int count) {         \
+                                                                    const ::gpuos::TileCtx& bc,   \
+                                                                    unsigned int bn) {            \
     (void)a;                                                                                       \
-    ::gpuos::TileCtx t = c;                                                                        \
-    _Pragma("unroll 1")                                                                            \
-    for (unsigned int i = 0; i < count; ++i) {                                                     \
-      if (i != 0) __syncthreads();                                                                 \
-      t.tile = c.tile - i;                                                                         \
-      CALL;                                                                                        \
-    }                                                                                              \
+    BATCH;                                                                                         \
   }                                                                                                \
   extern "C" __device__ unsigned int gpuos_op_##NAME##_claim(const void* a, const ::gpuos::TileCtx& c, \
                                                              unsigned int count,                   \
                                                              ::gpuos::TileClaims* claims) {        \
     (void)a;                                                                                       \
-    return ::gpuos::detail::run_claimed(c, count, claims, [&](const ::gpuos::TileCtx& t) { CALL; }); \
+    return ::gpuos::detail::run_claimed(c, count, claims,                                          \
+                                        [&](const ::gpuos::TileCtx& bc, unsigned int bn) { BATCH; }); \
+  }
+
+/// The adapters of an operator given a tile function: CALL on each tile, with its context `t`.
+#define GPUOS_OP_TILES_(NAME, CALL) \
+  GPUOS_OP_ADAPTERS_(NAME, ::gpuos::detail::run_tiles(bc, bn, [&](const ::gpuos::TileCtx& t) { CALL; }))
+
+/// An operator's finish function, gpuos_op_NAME_finish.
+#define GPUOS_OP_FINISH_(NAME, ARGS, FINISH_FN)                                                    \
+  static_assert(::gpuos::detail::tile_signature_ok<ARGS, decltype(&FINISH_FN)>,                     \
+                "gpuos operator '" #NAME "': finish function " #FINISH_FN " must be declared as "  \
+                "__device__ void " #FINISH_FN "(const " #ARGS "&, const gpuos::TileCtx&)");        \
+  extern "C" __device__ void gpuos_op_##NAME##_finish(const void* a, const ::gpuos::TileCtx& c) {  \
+    FINISH_FN(*static_cast<const ARGS*>(a), c);                                                    \
   }
 
 /// Declares operator NAME: emits the adapters gpuos_op_NAME_tile and gpuos_op_NAME_claim and the jump-table row
@@ -235,13 +270,26 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
 /// As GPUOS_OPERATOR_WITH_FINISH, with OpEntry flags (they cover the tiles' and the finish's writes).
 #define GPUOS_OPERATOR_WITH_FINISH_FLAGS(NAME, ARGS, TILE_FN, FINISH_FN, FLAGS)                    \
   GPUOS_OP_CHECK_(NAME, ARGS, TILE_FN)                                                             \
-  static_assert(::gpuos::detail::tile_signature_ok<ARGS, decltype(&FINISH_FN)>,                     \
-                "gpuos operator '" #NAME "': finish function " #FINISH_FN " must be declared as "  \
-                "__device__ void " #FINISH_FN "(const " #ARGS "&, const gpuos::TileCtx&)");        \
   GPUOS_OP_TILES_(NAME, TILE_FN(*static_cast<const ARGS*>(a), t))                                  \
-  extern "C" __device__ void gpuos_op_##NAME##_finish(const void* a, const ::gpuos::TileCtx& c) {  \
-    FINISH_FN(*static_cast<const ARGS*>(a), c);                                                    \
-  }                                                                                                \
+  GPUOS_OP_FINISH_(NAME, ARGS, FINISH_FN)                                                          \
+  extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
+      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, &gpuos_op_##NAME##_finish, sizeof(ARGS), (FLAGS)};
+
+/// Declares operator NAME given a range function RANGE_FN(const ARGS&, const gpuos::TileCtx& c, unsigned
+/// count), which runs tiles c.tile - count + 1 .. c.tile (count >= 1) in one call, with OpEntry flags. A
+/// block that runs several tiles of a task in a row (a placed node's item, a claimed batch) makes one
+/// call for them, so the operator can keep its loads in flight from one tile to the next.
+#define GPUOS_OPERATOR_RANGES(NAME, ARGS, RANGE_FN, FLAGS)                                          \
+  GPUOS_OP_RANGE_CHECK_(NAME, ARGS, RANGE_FN)                                                      \
+  GPUOS_OP_ADAPTERS_(NAME, RANGE_FN(*static_cast<const ARGS*>(a), bc, bn))                         \
+  extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
+      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, nullptr, sizeof(ARGS), (FLAGS)};
+
+/// As GPUOS_OPERATOR_RANGES, with a finish function run once, on one block, after all tiles.
+#define GPUOS_OPERATOR_RANGES_WITH_FINISH(NAME, ARGS, RANGE_FN, FINISH_FN, FLAGS)                    \
+  GPUOS_OP_RANGE_CHECK_(NAME, ARGS, RANGE_FN)                                                      \
+  GPUOS_OP_ADAPTERS_(NAME, RANGE_FN(*static_cast<const ARGS*>(a), bc, bn))                         \
+  GPUOS_OP_FINISH_(NAME, ARGS, FINISH_FN)                                                          \
   extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
       &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, &gpuos_op_##NAME##_finish, sizeof(ARGS), (FLAGS)};
 

@@ -86,6 +86,27 @@ __device__ void order_await_tile(const OrderArgs& a, const gpuos::TileCtx& c) {
 GPUOS_OPERATOR_FLAGS(order_await, OrderArgs, order_await_tile, GPUOS_OP_AWAITS_INPUTS)
 )";
 
+// The same check by an operator given a range function (GPUOS_OPERATOR_RANGES): one call runs tiles
+// c.tile - n + 1 .. c.tile and counts them all at once; a range outside the task's tiles is a violation,
+// and a call of more than one tile is counted in violations[1].
+const std::string kOrderRangesSource = kOrderArgsSource + R"(
+__device__ void order_ranges(const OrderArgs& a, const gpuos::TileCtx& c, unsigned n) {
+  if (threadIdx.x != 0) return;
+  if (n == 0 || n > c.tile + 1 || c.tile >= c.tiles) atomicAdd(a.violations, 1u);
+  if (n > 1) atomicAdd(a.violations + 1, 1u);
+  const unsigned old = atomicAdd(&a.hits[a.node], n);
+  const unsigned round = old / c.tiles + 1;
+  if ((old + n - 1) / c.tiles + 1 != round) atomicAdd(a.violations, 1u);  // one call spans two launches
+  for (unsigned k = a.pred_begin[a.node]; k < a.pred_begin[a.node + 1]; ++k) {
+    const unsigned p = a.preds[k];
+    const unsigned seen = *static_cast<volatile const unsigned*>(&a.hits[p]);
+    if (seen != a.tiles[p] * round) atomicAdd(a.violations, 1u);
+  }
+}
+
+GPUOS_OPERATOR_RANGES(order_ranges, OrderArgs, order_ranges, 0u)
+)";
+
 struct OrderArgs {
   const unsigned* pred_begin;
   const unsigned* preds;
@@ -166,7 +187,8 @@ class OrderCheck {
     return Task::make(op, want_tiles_[v], OrderArgs{begin_.get(), preds_.get(), tiles_.get(), hits_.get(), viol_.get(), v});
   }
   unsigned violations() const { return viol_.download()[0]; }
-  /// Calls of the awaiting operator (kOrderAwaitSource) made before their inputs were complete.
+  /// Calls of the awaiting operator (kOrderAwaitSource) made before their inputs were complete; calls of
+  /// the range operator (kOrderRangesSource) that ran more than one tile.
   unsigned early_calls() const { return viol_.download()[1]; }
   /// Nodes whose hit count is not tiles * rounds (run too often or too rarely).
   std::size_t wrong_counts(unsigned rounds) const {
@@ -375,6 +397,76 @@ TEST_CASE("graphs: an operator that awaits its inputs itself is called before th
   CHECK(checks[1]->violations() == 0);
   CHECK(checks[1]->early_calls() == 0);
   CHECK(checks[1]->wrong_counts(1) == 0);
+  CHECK(test::drain_or_report(rt, 30s));
+}
+
+TEST_CASE("graphs: an operator with a range function runs each tile once, in calls of consecutive tiles") {
+  // Every other node runs the range operator: a placed node's item of several tiles, a claimed batch and
+  // a plain task's batch are each one call of the range function.
+  const DagShape shapes[] = {{17, 3, 8, 4}, {1000, 2, 1000, 4}, {300, 3, 16, 6000}, {2000, 4, 64, 3000}};
+  DagSet set(shapes, 57);
+  auto& dags = set.dags;
+  auto& checks = set.checks;
+  auto load = [](Runtime& rt) {
+    const std::uint32_t op = load_order(rt);
+    rt.load_operator_source("order_ranges.cu", kOrderRangesSource);
+    return std::pair{op, rt.op_id("order_ranges")};
+  };
+  // DAG 2 as plain tasks, each after its predecessors (submit_after); returns the range calls of more
+  // than one tile.
+  auto plain = [&](Runtime& rt, std::uint32_t op, std::uint32_t op_ranges) {
+    checks[2]->reset();
+    std::vector<Ticket> t(dags[2].size());
+    for (std::uint32_t v = 0; v < dags[2].size(); ++v) {
+      std::vector<Ticket> after;
+      for (auto p : dags[2].preds[v]) after.push_back(t[p]);
+      t[v] = rt.submit_after(checks[2]->task(v % 2 ? op_ranges : op, v), after);
+    }
+    for (const Ticket& x : t) CHECK(rt.wait(x, test::slowed(30s)));
+    CHECK(checks[2]->violations() == 0);
+    CHECK(checks[2]->wrong_counts(1) == 0);
+    return checks[2]->early_calls();
+  };
+  // Whether DAG i has a node of more than twice the grid's blocks in tiles (under GPUOS_TEST_SCALE it
+  // may have none): some block then runs several of its tiles in one call.
+  auto big = [&](std::size_t i, std::uint32_t grid) {
+    return *std::max_element(dags[i].tiles.begin(), dags[i].tiles.end()) > 2 * grid;
+  };
+  std::uint32_t grid = 0;
+  {
+    Runtime rt;
+    grid = rt.device_info().grid_blocks;
+    const auto [op, op_ranges] = load(rt);
+    std::size_t multi = 0;
+    bool any_big = false;
+    for (std::size_t i = 0; i < dags.size(); ++i) {
+      CAPTURE(dags[i].size());
+      CAPTURE(shapes[i].max_tiles);
+      GraphExec ge(rt, graph_of(dags[i], *checks[i], op, op_ranges));
+      const Ticket a = ge.launch();
+      CHECK(rt.wait(a, test::slowed(60s)));
+      CHECK(rt.wait(ge.launch(), test::slowed(60s)));
+      CHECK(checks[i]->violations() == 0);
+      CHECK(checks[i]->wrong_counts(2) == 0);
+      multi += checks[i]->early_calls();
+      any_big = any_big || big(i, grid);
+    }
+    // Placed launches give a role an item of several tiles of such a node (unplaced ones claim them as
+    // plain tasks do: one tile a claim at the default spread).
+    MESSAGE("range calls of more than one tile in graph launches: " << multi);
+    const char* placed = std::getenv("GPUOS_GRAPH_PLACED");
+    if (any_big && (placed == nullptr || std::string(placed) != "0")) CHECK(multi > 0);
+    plain(rt, op, op_ranges);
+    CHECK(test::drain_or_report(rt, 30s));
+  }
+  // Claims of (tiles left) / grid: a plain task's claimed batches of several tiles, one call each.
+  ::setenv("GPUOS_CLAIM_SPREAD", "1", 1);
+  Runtime rt;
+  ::unsetenv("GPUOS_CLAIM_SPREAD");
+  const auto [op, op_ranges] = load(rt);
+  const unsigned multi = plain(rt, op, op_ranges);
+  MESSAGE("range calls of more than one tile in plain tasks, spread 1: " << multi);
+  if (big(2, grid)) CHECK(multi > 0);
   CHECK(test::drain_or_report(rt, 30s));
 }
 

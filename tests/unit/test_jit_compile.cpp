@@ -43,7 +43,7 @@ TEST_CASE("jit: every example operator compiles to LTO-IR and declares the opera
   CHECK(n >= 10);
 }
 
-TEST_CASE("jit: operators with a finish function, without arguments, and several in one source") {
+TEST_CASE("jit: operators with a finish function, without arguments, with range functions, several in one source") {
   const std::string src = R"(#include "gpuos/op.cuh"
 struct A { double* out; };
 __device__ void part(const A& a, const gpuos::TileCtx& c) {
@@ -53,16 +53,22 @@ __device__ void total(const A& a, const gpuos::TileCtx& c) {
   if (threadIdx.x == 0) *a.out = *c.scratch;
 }
 __device__ void idle(const gpuos::TileCtx&) {}
+__device__ void parts(const A& a, const gpuos::TileCtx& c, unsigned n) {
+  if (threadIdx.x == 0) atomicAdd(c.scratch, static_cast<double>(n));
+}
 GPUOS_OPERATOR_WITH_FINISH(count_tiles, A, part, total)
 GPUOS_OPERATOR_NOARGS(idle_op, idle)
 GPUOS_OPERATOR_NOARGS_FLAGS(marker_op, idle, GPUOS_OP_NO_WRITES)
 GPUOS_OPERATOR_FLAGS(host_op, A, part, GPUOS_OP_HOST_WRITES)
 GPUOS_OPERATOR_WITH_FINISH_FLAGS(host_total, A, part, total, GPUOS_OP_HOST_WRITES)
+GPUOS_OPERATOR_RANGES(count_ranges, A, parts, 0u)
+GPUOS_OPERATOR_RANGES_WITH_FINISH(range_total, A, parts, total, GPUOS_OP_HOST_WRITES)
 )";
   const CompileResult r = compile("multi.cu", src, opts());
   INFO(r.error_text());
   REQUIRE(r.ok());
-  CHECK(r.operators == std::vector<std::string>{"count_tiles", "idle_op", "marker_op", "host_op", "host_total"});
+  CHECK(r.operators == std::vector<std::string>{"count_tiles", "idle_op", "marker_op", "host_op", "host_total",
+                                                "count_ranges", "range_total"});
 }
 
 TEST_CASE("jit: operator names are scanned outside comments, strings and directives") {
@@ -83,9 +89,12 @@ GPUOS_OPERATOR_FLAGSX(suffixed2, A, f, 0)
 MY_GPUOS_OPERATOR(prefixed, A, f)
 GPUOS_OPERATORX(suffixed, A, f)
 GPUOS_OPERATOR(spaced, A, f)
+GPUOS_OPERATOR_RANGES(ranged, A, r, 0u)
+GPUOS_OPERATOR_RANGES_WITH_FINISH(ranged_fin, A, r, f, 0u)
+GPUOS_OPERATOR_RANGESX(suffixed3, A, r, 0u)
 )src";
-  CHECK(scan_operator_names(src) ==
-        std::vector<std::string>{"spaced", "fin", "fin_flagged", "noargs", "flagged", "marker"});
+  CHECK(scan_operator_names(src) == std::vector<std::string>{"spaced", "fin", "fin_flagged", "noargs", "flagged",
+                                                             "marker", "ranged", "ranged_fin"});
 }
 
 TEST_CASE("jit: an operator under #if 0 is not reported; the others are") {
@@ -126,6 +135,22 @@ GPUOS_OPERATOR(wrong_sig, A, by_value)
   CHECK(d->line == 4);
   CHECK(contains(d->message, "gpuos operator 'wrong_sig'"));
   CHECK(contains(d->message, "by_value must be declared as"));
+}
+
+TEST_CASE("jit: a range function with a tile function's signature is a compile error that names it") {
+  const std::string src = R"(#include "gpuos/op.cuh"
+struct A { float* x; };
+__device__ void one_tile(const A& a, const gpuos::TileCtx& c) {}
+GPUOS_OPERATOR_RANGES(wrong_range, A, one_tile, 0u)
+)";
+  const CompileResult r = compile("range_sig.cu", src, opts());
+  CHECK_FALSE(r.ok());
+  const Diagnostic* d = first_error(r);
+  REQUIRE(d != nullptr);
+  CHECK(d->line == 4);
+  CHECK(contains(d->message, "gpuos operator 'wrong_range'"));
+  CHECK(contains(d->message, "one_tile must be declared as"));
+  CHECK(contains(d->message, "unsigned"));
 }
 
 TEST_CASE("jit: a source without GPUOS_OPERATOR is an error") {

@@ -127,45 +127,59 @@ __device__ __forceinline__ float block_row_scale(const Input& in, unsigned g, fl
   return rsqrtf(s / static_cast<float>(in.K) + in.eps);
 }
 
-/// out[i][r] (16 x 8 floats in shared memory) = sum_k W[row_i][k] * in[r][k] for a group of 16 weight
-/// rows: lo(i) for i < 8 and hi(i - 8) for i >= 8, given as the two row pointers of this lane's g =
-/// lane / 4. The block's 8 warps take K in turns, 32 kAhead k at a time (warp w the w-th of every 8), so
-/// that the block's loads in flight are one contiguous stretch of each weight row rather than 8 pieces
-/// far apart; each warp runs m16n8k16 bf16 mma with fp32 accumulation (n = the rows of the step; rows
-/// >= R are zero). K must be a multiple of 256.
+/// This lane's two weight rows in a group of 16 (see project16): lo for outputs i < 8, hi for i >= 8.
+struct RowPair {
+  const bf16* lo;
+  const bf16* hi;
+};
+
+/// For each tile j of first .. first + count - 1 in turn, out[i][r] (16 x 8 floats in shared memory) =
+/// sum_k W[row_i][k] * in[r][k] over the tile's group of 16 weight rows (lo(i) for i < 8 and hi(i - 8)
+/// for i >= 8: `rows(j)` gives this lane's pair, g = lane / 4), then `epilogue(j, out)` in every thread.
+/// The block's 8 warps take K in turns, 32 kAhead k at a time (warp w the w-th of every 8), so that the
+/// block's loads in flight are one contiguous stretch of each weight row rather than 8 pieces far apart;
+/// each warp runs m16n8k16 bf16 mma with fp32 accumulation (n = the rows of the step; rows >= R are
+/// zero). K must be a multiple of 256.
 ///
 /// The k order inside each 32-wide block is permuted so that a lane loads 8 consecutive weights (16 B)
 /// of each of its two rows and 8 consecutive inputs: logical k 2t, 2t+1, 2t+8, 2t+9 of the first mma are
 /// k 8t..8t+3 of the block, of the second 8t+4..8t+7 (t = lane % 4). A and B use the same permutation,
-/// so the sum is unchanged.
-/// kAhead blocks of 32 k have their weights in flight per lane at a time (8 registers each); the first
-/// are asked for before the RMSNorm's sums, whose round trip they overlap. Uses 4 KiB of `smem` for the
-/// reduction over warps, 512 B after it for `out` and 256 B after that for the sums; all threads enter.
-template <unsigned kAhead = 2>
-__device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, const Input& in, float* smem) {
+/// so the sum is unchanged, and every tile's sums are added in the same order however the block's tiles
+/// are grouped into calls.
+/// kAhead blocks of 32 k have their weights in flight per lane at a time (8 registers each). The first
+/// tile's first are asked for before the RMSNorm's sums, whose round trip they overlap; each next tile's
+/// first are asked for as a warp ends the tile before, so that they are in flight through that tile's
+/// reduction over warps and its epilogue. Uses 4 KiB of `smem` for the reduction over warps, 512 B after
+/// it for `out` and 256 B after that for the sums; all threads enter.
+template <unsigned kAhead = 2, class Rows, class Epilogue>
+__device__ __forceinline__ void project16(unsigned first, unsigned count, Rows rows, const Input& in, float* smem,
+                                          Epilogue epilogue) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
   constexpr unsigned kRound = 32u * kAhead;  // k a warp loads at a time
   const bool has_row = g < in.R;
   const bf16* xrow = in.x + static_cast<unsigned long long>(has_row ? g : 0u) * in.K;
 
   // This lane's 8 k of each 32-wide block start at 8t.
-  const bf16* wl = wlo + t * 8u;
-  const bf16* wh = whi + t * 8u;
+  auto lane_rows = [&](unsigned j) {
+    const RowPair w = rows(j);
+    return RowPair{w.lo + t * 8u, w.hi + t * 8u};
+  };
   uint4 a[kAhead], b[kAhead];
-  auto load = [&](unsigned k) {
+  auto load = [&](const RowPair& w, unsigned k) {
 #pragma unroll
     for (unsigned u = 0; u < kAhead; ++u) {
-      a[u] = ld_stream(wl + k + 32u * u);
-      b[u] = ld_stream(wh + k + 32u * u);
+      a[u] = ld_stream(w.lo + k + 32u * u);
+      b[u] = ld_stream(w.hi + k + 32u * u);
     }
   };
-  unsigned k = warp * kRound;
-  if (k < in.K) load(k);
+  const unsigned k0 = warp * kRound, last = first + count - 1u;
+  RowPair w = lane_rows(first);
+  if (k0 < in.K) load(w, k0);
   const float rs = in.ss ? block_row_scale(in, g, smem + kWarps * 32u * 4u + 16u * kMaxRows) : 1.0f;
 
   xrow += t * 8u;
   const bf16* gain = in.gain ? in.gain + t * 8u : nullptr;
-  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float c[4];
   // One 32-wide block of k: this lane's 8 inputs of row g (zero past R), normalized when asked.
   auto step = [&](const uint4& wa, const uint4& wb, unsigned kk) {
     uint4 xv = make_uint4(0u, 0u, 0u, 0u);
@@ -183,28 +197,41 @@ __device__ __forceinline__ float* project16(const bf16* wlo, const bf16* whi, co
     mma_bf16(c, wa.x, wb.x, wa.y, wb.y, xv.x, xv.y);
     mma_bf16(c, wa.z, wb.z, wa.w, wb.w, xv.z, xv.w);
   };
-#pragma unroll 1
-  while (k < in.K) {
-#pragma unroll
-    for (unsigned u = 0; u < kAhead; ++u) step(a[u], b[u], k + 32u * u);
-    k += kWarps * kRound;
-    if (k < in.K) load(k);
-  }
-  // c: (row g, step rows 2t, 2t+1), (row g + 8, step rows 2t, 2t+1). Sum the warps' partials.
   float4* red = reinterpret_cast<float4*>(smem);
-  red[warp * 32u + lane] = make_float4(c[0], c[1], c[2], c[3]);
-  __syncthreads();
   float* out = smem + kWarps * 32u * 4u;
-  if (threadIdx.x < 128u) {
-    const unsigned l = threadIdx.x >> 2, comp = threadIdx.x & 3u;
-    float s = 0.0f;
+#pragma unroll 1
+  for (unsigned j = first;; ++j) {
+    c[0] = c[1] = c[2] = c[3] = 0.0f;
+    unsigned k = k0;
+#pragma unroll 1
+    while (k < in.K) {
 #pragma unroll
-    for (unsigned w = 0; w < kWarps; ++w) s += smem[(w * 32u + l) * 4u + comp];
-    const unsigned row = (l >> 2) + 8u * (comp >> 1), col = 2u * (l & 3u) + (comp & 1u);
-    out[row * kMaxRows + col] = s;
+      for (unsigned u = 0; u < kAhead; ++u) step(a[u], b[u], k + 32u * u);
+      k += kWarps * kRound;
+      if (k < in.K) {
+        load(w, k);
+      } else if (j != last) {
+        w = lane_rows(j + 1u);
+        load(w, k0);
+      }
+    }
+    // c: (row g, step rows 2t, 2t+1), (row g + 8, step rows 2t, 2t+1). Sum the warps' partials. The
+    // epilogue before read `out` before this barrier, and the reduction before read `red` before the
+    // barrier that ended it.
+    red[warp * 32u + lane] = make_float4(c[0], c[1], c[2], c[3]);
+    __syncthreads();
+    if (threadIdx.x < 128u) {
+      const unsigned l = threadIdx.x >> 2, comp = threadIdx.x & 3u;
+      float s = 0.0f;
+#pragma unroll
+      for (unsigned v = 0; v < kWarps; ++v) s += smem[(v * 32u + l) * 4u + comp];
+      const unsigned row = (l >> 2) + 8u * (comp >> 1), col = 2u * (l & 3u) + (comp & 1u);
+      out[row * kMaxRows + col] = s;
+    }
+    __syncthreads();
+    epilogue(j, static_cast<const float*>(out));
+    if (j == last) break;
   }
-  __syncthreads();
-  return out;
 }
 
 /// Sum over the 16 lanes of a half warp (lanes i..i+15 with the same r in the epilogues' layout).

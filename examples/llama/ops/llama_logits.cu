@@ -40,35 +40,38 @@ __device__ __forceinline__ unsigned long long key_of(float score, unsigned index
 
 }  // namespace
 
-__device__ void llama_logits_tile(const LlamaLogitsArgs& a, const gpuos::TileCtx& c) {
+__device__ void llama_logits_tiles(const LlamaLogitsArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
   const unsigned H = a.dims->hidden, V = a.dims->vocab;
-  const unsigned g = (threadIdx.x & 31u) >> 2, row0 = c.tile * 16u;
-  const bf16* wlo = a.w + static_cast<unsigned long long>(row0 + g) * H;
+  const unsigned g = (threadIdx.x & 31u) >> 2;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / 16u};
-  const float* out = project16(wlo, wlo + 8ull * H, in, static_cast<float*>(c.smem));
-
-  if (threadIdx.x >= 128u) return;
-  const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4, index = row0 + i;
-  unsigned long long key = 0ull;
-  if (r < a.R) {
-    const float logit = rbf(out[i * kMaxRows + r]);
-    if (a.logits) a.logits[static_cast<unsigned long long>(r) * V + index] = logit;
-    const Row row = a.rows[r];
-    float score = logit;
-    if (row.temp > 0.0f) {
-      const float u = (static_cast<float>(hash3(row.seed, static_cast<unsigned>(row.pos), index) >> 8) + 0.5f) *
-                      (1.0f / 16777216.0f);
-      score = logit / row.temp - logf(-logf(u));
+  auto rows = [&](unsigned j) {
+    const bf16* lo = a.w + static_cast<unsigned long long>(j * 16u + g) * H;
+    return RowPair{lo, lo + 8ull * H};
+  };
+  project16(c.tile + 1u - count, count, rows, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+    if (threadIdx.x >= 128u) return;
+    const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4, index = j * 16u + i;
+    unsigned long long key = 0ull;
+    if (r < a.R) {
+      const float logit = rbf(out[i * kMaxRows + r]);
+      if (a.logits) a.logits[static_cast<unsigned long long>(r) * V + index] = logit;
+      const Row row = a.rows[r];
+      float score = logit;
+      if (row.temp > 0.0f) {
+        const float u = (static_cast<float>(hash3(row.seed, static_cast<unsigned>(row.pos), index) >> 8) + 0.5f) *
+                        (1.0f / 16777216.0f);
+        score = logit / row.temp - logf(-logf(u));
+      }
+      key = key_of(score, index);
     }
-    key = key_of(score, index);
-  }
 #pragma unroll
-  for (int o = 8; o > 0; o >>= 1) {
-    const unsigned long long other = __shfl_xor_sync(0xffffffffu, key, o);
-    key = other > key ? other : key;
-  }
-  if (i == 0 && r < a.R) atomicMax(a.keys + r, key);
+    for (int o = 8; o > 0; o >>= 1) {
+      const unsigned long long other = __shfl_xor_sync(0xffffffffu, key, o);
+      key = other > key ? other : key;
+    }
+    if (i == 0 && r < a.R) atomicMax(a.keys + r, key);
+  });
 }
 
 __device__ void llama_logits_finish(const LlamaLogitsArgs& a, const gpuos::TileCtx&) {
@@ -80,5 +83,5 @@ __device__ void llama_logits_finish(const LlamaLogitsArgs& a, const gpuos::TileC
   a.out[r] = tok;
 }
 
-GPUOS_OPERATOR_WITH_FINISH_FLAGS(llama_logits, LlamaLogitsArgs, llama_logits_tile, llama_logits_finish,
-                                 GPUOS_OP_HOST_WRITES)
+GPUOS_OPERATOR_RANGES_WITH_FINISH(llama_logits, LlamaLogitsArgs, llama_logits_tiles, llama_logits_finish,
+                                  GPUOS_OP_HOST_WRITES)

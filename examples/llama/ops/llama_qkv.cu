@@ -16,42 +16,45 @@ struct LlamaQkvArgs {
   unsigned R;
 };
 
-__device__ void llama_qkv_tile(const LlamaQkvArgs& a, const gpuos::TileCtx& c) {
+__device__ void llama_qkv_tiles(const LlamaQkvArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
   const Dims& d = *a.dims;
-  const unsigned H = d.hidden, head = c.tile >> 2, part = c.tile & 3u;
+  const unsigned H = d.hidden;
   const unsigned g = (threadIdx.x & 31u) >> 2;
-  const unsigned lo_row = head * kHeadDim + part * 8u + g;
-  const bf16* wlo = a.w + static_cast<unsigned long long>(lo_row) * H;
   const Input in{a.x, a.ss, a.gain, H, a.R, d.eps, H / 16u};
-  const float* out = project16(wlo, wlo + 32ull * H, in, static_cast<float*>(c.smem));
-
-  const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;  // 8 x R threads: one rotation pair each
-  if (r >= a.R) return;
-  const Row row = a.rows[r];
-  const unsigned dim = part * 8u + i;  // 0..31
-  float v0 = rbf(out[i * kMaxRows + r]), v1 = rbf(out[(i + 8u) * kMaxRows + r]);
-  const bool is_v = head >= d.heads + d.kv_heads;
-  if (!is_v) {  // rotate_half: (v0, v1) -> (v0 cos - v1 sin, v1 cos + v0 sin), each product in bf16
-    const float ang = static_cast<float>(row.pos) * d.inv_freq[dim];
-    const float cs = rbf(cosf(ang)), sn = rbf(sinf(ang));
-    const float n0 = rbf(rbf(v0 * cs) + rbf(-v1 * sn));
-    const float n1 = rbf(rbf(v1 * cs) + rbf(v0 * sn));
-    v0 = n0;
-    v1 = n1;
-  }
-  bf16* dst;
-  if (head < d.heads) {
-    dst = a.q + static_cast<unsigned long long>(r) * d.heads * kHeadDim + head * kHeadDim;
-  } else {
-    if (row.slot < 0 || static_cast<unsigned>(row.pos) >= d.max_pos) return;
-    const unsigned long long plane = static_cast<unsigned long long>(d.slots) * d.kv_heads * d.max_pos * kHeadDim;
-    const unsigned kvh = is_v ? head - d.heads - d.kv_heads : head - d.heads;
-    dst = a.kv + (is_v ? plane : 0ull) +
-          ((static_cast<unsigned long long>(row.slot) * d.kv_heads + kvh) * d.max_pos + row.pos) * kHeadDim;
-  }
-  dst[dim] = f2bf(v0);
-  dst[dim + 32u] = f2bf(v1);
+  auto rows = [&](unsigned j) {
+    const bf16* lo = a.w + static_cast<unsigned long long>((j >> 2) * kHeadDim + (j & 3u) * 8u + g) * H;
+    return RowPair{lo, lo + 32ull * H};
+  };
+  project16(c.tile + 1u - count, count, rows, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+    const unsigned head = j >> 2, part = j & 3u;
+    const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;  // 8 x R threads: one rotation pair each
+    if (r >= a.R) return;
+    const Row row = a.rows[r];
+    const unsigned dim = part * 8u + i;  // 0..31
+    float v0 = rbf(out[i * kMaxRows + r]), v1 = rbf(out[(i + 8u) * kMaxRows + r]);
+    const bool is_v = head >= d.heads + d.kv_heads;
+    if (!is_v) {  // rotate_half: (v0, v1) -> (v0 cos - v1 sin, v1 cos + v0 sin), each product in bf16
+      const float ang = static_cast<float>(row.pos) * d.inv_freq[dim];
+      const float cs = rbf(cosf(ang)), sn = rbf(sinf(ang));
+      const float n0 = rbf(rbf(v0 * cs) + rbf(-v1 * sn));
+      const float n1 = rbf(rbf(v1 * cs) + rbf(v0 * sn));
+      v0 = n0;
+      v1 = n1;
+    }
+    bf16* dst;
+    if (head < d.heads) {
+      dst = a.q + static_cast<unsigned long long>(r) * d.heads * kHeadDim + head * kHeadDim;
+    } else {
+      if (row.slot < 0 || static_cast<unsigned>(row.pos) >= d.max_pos) return;
+      const unsigned long long plane = static_cast<unsigned long long>(d.slots) * d.kv_heads * d.max_pos * kHeadDim;
+      const unsigned kvh = is_v ? head - d.heads - d.kv_heads : head - d.heads;
+      dst = a.kv + (is_v ? plane : 0ull) +
+            ((static_cast<unsigned long long>(row.slot) * d.kv_heads + kvh) * d.max_pos + row.pos) * kHeadDim;
+    }
+    dst[dim] = f2bf(v0);
+    dst[dim + 32u] = f2bf(v1);
+  });
 }
 
-GPUOS_OPERATOR(llama_qkv, LlamaQkvArgs, llama_qkv_tile)
+GPUOS_OPERATOR_RANGES(llama_qkv, LlamaQkvArgs, llama_qkv_tiles, 0u)

@@ -14,24 +14,27 @@ struct LlamaResidArgs {
   unsigned R;
 };
 
-__device__ void llama_resid_tile(const LlamaResidArgs& a, const gpuos::TileCtx& c) {
+__device__ void llama_resid_tiles(const LlamaResidArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
-  const unsigned g = (threadIdx.x & 31u) >> 2, row0 = c.tile * 16u;
-  const bf16* wlo = a.w + static_cast<unsigned long long>(row0 + g) * a.K;
+  const unsigned g = (threadIdx.x & 31u) >> 2;
   const Input in{a.in, nullptr, nullptr, a.K, a.R, 0.0f, 0u};
-  const float* out = project16(wlo, wlo + 8ull * a.K, in, static_cast<float*>(c.smem));
-
-  if (threadIdx.x >= 128u) return;  // 16 x 8 threads, r-major: a row's 16 values in one half warp
-  const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4;
-  float sq = 0.0f;
-  if (r < a.R) {
-    bf16* xp = a.x + static_cast<unsigned long long>(r) * a.hidden + row0 + i;
-    const float v = rbf(bf2f(*xp) + rbf(out[i * kMaxRows + r]));
-    *xp = f2bf(v);
-    sq = v * v;
-  }
-  sq = half_warp_sum(sq);
-  if (i == 0) a.ss[c.tile * kMaxRows + r] = sq;
+  auto rows = [&](unsigned j) {
+    const bf16* lo = a.w + static_cast<unsigned long long>(j * 16u + g) * a.K;
+    return RowPair{lo, lo + 8ull * a.K};
+  };
+  project16(c.tile + 1u - count, count, rows, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+    if (threadIdx.x >= 128u) return;  // 16 x 8 threads, r-major: a row's 16 values in one half warp
+    const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4;
+    float sq = 0.0f;
+    if (r < a.R) {
+      bf16* xp = a.x + static_cast<unsigned long long>(r) * a.hidden + j * 16u + i;
+      const float v = rbf(bf2f(*xp) + rbf(out[i * kMaxRows + r]));
+      *xp = f2bf(v);
+      sq = v * v;
+    }
+    sq = half_warp_sum(sq);
+    if (i == 0) a.ss[j * kMaxRows + r] = sq;
+  });
 }
 
-GPUOS_OPERATOR(llama_resid, LlamaResidArgs, llama_resid_tile)
+GPUOS_OPERATOR_RANGES(llama_resid, LlamaResidArgs, llama_resid_tiles, 0u)

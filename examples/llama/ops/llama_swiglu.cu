@@ -1,6 +1,7 @@
 // llama_swiglu: the MLP's gate and up projections with RMSNorm on the fly and the SwiGLU between them:
 // out[r][n] = bf16(silu(bf16(gate[n] . in[r])) * bf16(up[n] . in[r])), every step rounded to bf16 as the
-// reference rounds. A tile computes 8 features: their gate rows and their up rows. tiles = inter / 8.
+// reference rounds. A tile computes 8 features: their gate rows and their up rows. tiles = inter / 8; a
+// block's consecutive tiles stream in one call (project16).
 #include "llama.cuh"
 
 struct LlamaSwigluArgs {
@@ -14,19 +15,22 @@ struct LlamaSwigluArgs {
   unsigned R;
 };
 
-__device__ void llama_swiglu_tile(const LlamaSwigluArgs& a, const gpuos::TileCtx& c) {
+__device__ void llama_swiglu_tiles(const LlamaSwigluArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
   const unsigned H = a.dims->hidden, I = a.dims->inter;
-  const unsigned g = (threadIdx.x & 31u) >> 2, f0 = c.tile * 8u;
-  const unsigned long long off = static_cast<unsigned long long>(f0 + g) * H;
+  const unsigned g = (threadIdx.x & 31u) >> 2;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / 16u};
-  const float* out = project16(a.gate + off, a.up + off, in, static_cast<float*>(c.smem));
-
-  const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;
-  if (r >= a.R) return;
-  const float gv = rbf(out[i * kMaxRows + r]), uv = rbf(out[(i + 8u) * kMaxRows + r]);
-  const float act = rbf(gv / (1.0f + expf(-gv)));
-  a.out[static_cast<unsigned long long>(r) * I + f0 + i] = f2bf(act * uv);
+  auto rows = [&](unsigned j) {
+    const unsigned long long off = static_cast<unsigned long long>(j * 8u + g) * H;
+    return RowPair{a.gate + off, a.up + off};
+  };
+  project16(c.tile + 1u - count, count, rows, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+    const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;
+    if (r >= a.R) return;
+    const float gv = rbf(out[i * kMaxRows + r]), uv = rbf(out[(i + 8u) * kMaxRows + r]);
+    const float act = rbf(gv / (1.0f + expf(-gv)));
+    a.out[static_cast<unsigned long long>(r) * I + j * 8u + i] = f2bf(act * uv);
+  });
 }
 
-GPUOS_OPERATOR(llama_swiglu, LlamaSwigluArgs, llama_swiglu_tile)
+GPUOS_OPERATOR_RANGES(llama_swiglu, LlamaSwigluArgs, llama_swiglu_tiles, 0u)
