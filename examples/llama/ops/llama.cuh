@@ -146,11 +146,15 @@ struct RowPair {
 /// k 8t..8t+3 of the block, of the second 8t+4..8t+7 (t = lane % 4). A and B use the same permutation,
 /// so the sum is unchanged, and every tile's sums are added in the same order however the block's tiles
 /// are grouped into calls.
-/// kAhead blocks of 32 k have their weights in flight per lane at a time (8 registers each). The first
-/// tile's first are asked for before the RMSNorm's sums, whose round trip they overlap; each next tile's
-/// first are asked for as a warp ends the tile before, so that they are in flight through that tile's
-/// reduction over warps and its epilogue. Uses 4 KiB of `smem` for the reduction over warps, 512 B after
-/// it for `out` and 256 B after that for the sums; all threads enter.
+/// A lane asks for a round's weights (kAhead blocks of 32 k, 8 registers each) before it computes the
+/// round before, so a round is always in flight. The first tile's first round is asked for before the
+/// operator awaits its inputs (gpuos::await_inputs: the operators are GPUOS_OP_AWAITS_INPUTS, so in a
+/// step's graph it is on its way while the node before finishes) and before the RMSNorm's sums, whose
+/// round trips it overlaps; each next tile's first round is asked for during the last round of the tile
+/// before, so it is in flight through that tile's reduction over warps and its epilogue. Returns
+/// without calling `epilogue` when the task must not run (a task before it failed). Uses 4 KiB of `smem`
+/// for the reduction over warps, 512 B after it for `out` and 256 B after that for the sums; all
+/// threads enter.
 template <unsigned kAhead = 2, class Rows, class Epilogue>
 __device__ __forceinline__ void project16(unsigned first, unsigned count, Rows rows, const Input& in, float* smem,
                                           Epilogue epilogue) {
@@ -164,17 +168,20 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Rows r
     const RowPair w = rows(j);
     return RowPair{w.lo + t * 8u, w.hi + t * 8u};
   };
-  uint4 a[kAhead], b[kAhead];
-  auto load = [&](const RowPair& w, unsigned k) {
+  uint4 a[kAhead], b[kAhead], na[kAhead], nb[kAhead];
+  auto load_to = [&](uint4 (&x)[kAhead], uint4 (&y)[kAhead], const RowPair& w, unsigned k) {
 #pragma unroll
     for (unsigned u = 0; u < kAhead; ++u) {
-      a[u] = ld_stream(w.lo + k + 32u * u);
-      b[u] = ld_stream(w.hi + k + 32u * u);
+      x[u] = ld_stream(w.lo + k + 32u * u);
+      y[u] = ld_stream(w.hi + k + 32u * u);
     }
   };
+  auto load = [&](const RowPair& w, unsigned k) { load_to(a, b, w, k); };
   const unsigned k0 = warp * kRound, last = first + count - 1u;
   RowPair w = lane_rows(first);
   if (k0 < in.K) load(w, k0);
+  // Nothing above reads what another task writes.
+  if (!gpuos::await_inputs()) return;
   const float rs = in.ss ? block_row_scale(in, g, smem + kWarps * 32u * 4u + 16u * kMaxRows) : 1.0f;
 
   xrow += t * 8u;
@@ -205,15 +212,22 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Rows r
     unsigned k = k0;
 #pragma unroll 1
     while (k < in.K) {
-#pragma unroll
-      for (unsigned u = 0; u < kAhead; ++u) step(a[u], b[u], k + 32u * u);
-      k += kWarps * kRound;
-      if (k < in.K) {
-        load(w, k);
+      // The next round's weights (the next tile's first) before this round's products.
+      const unsigned kn = k + kWarps * kRound;
+      if (kn < in.K) {
+        load_to(na, nb, w, kn);
       } else if (j != last) {
         w = lane_rows(j + 1u);
-        load(w, k0);
+        load_to(na, nb, w, k0);
       }
+#pragma unroll
+      for (unsigned u = 0; u < kAhead; ++u) step(a[u], b[u], k + 32u * u);
+#pragma unroll
+      for (unsigned u = 0; u < kAhead; ++u) {
+        a[u] = na[u];
+        b[u] = nb[u];
+      }
+      k = kn;
     }
     // c: (row g, step rows 2t, 2t+1), (row g + 8, step rows 2t, 2t+1). Sum the warps' partials. The
     // epilogue before read `out` before this barrier, and the reduction before read `red` before the

@@ -84,4 +84,4 @@ __device__ void llama_logits_finish(const LlamaLogitsArgs& a, const gpuos::TileC
 }
 
 GPUOS_OPERATOR_RANGES_WITH_FINISH(llama_logits, LlamaLogitsArgs, llama_logits_tiles, llama_logits_finish,
-                                  GPUOS_OP_HOST_WRITES)
+                                  GPUOS_OP_HOST_WRITES | GPUOS_OP_AWAITS_INPUTS)

@@ -57,4 +57,4 @@ __device__ void llama_qkv_tiles(const LlamaQkvArgs& a, const gpuos::TileCtx& c, 
   });
 }
 
-GPUOS_OPERATOR_RANGES(llama_qkv, LlamaQkvArgs, llama_qkv_tiles, 0u)
+GPUOS_OPERATOR_RANGES(llama_qkv, LlamaQkvArgs, llama_qkv_tiles, GPUOS_OP_AWAITS_INPUTS)

@@ -37,4 +37,4 @@ __device__ void llama_resid_tiles(const LlamaResidArgs& a, const gpuos::TileCtx&
   });
 }
 
-GPUOS_OPERATOR_RANGES(llama_resid, LlamaResidArgs, llama_resid_tiles, 0u)
+GPUOS_OPERATOR_RANGES(llama_resid, LlamaResidArgs, llama_resid_tiles, GPUOS_OP_AWAITS_INPUTS)

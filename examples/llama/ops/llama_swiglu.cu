@@ -33,4 +33,4 @@ __device__ void llama_swiglu_tiles(const LlamaSwigluArgs& a, const gpuos::TileCt
   });
 }
 
-GPUOS_OPERATOR_RANGES(llama_swiglu, LlamaSwigluArgs, llama_swiglu_tiles, 0u)
+GPUOS_OPERATOR_RANGES(llama_swiglu, LlamaSwigluArgs, llama_swiglu_tiles, GPUOS_OP_AWAITS_INPUTS)
