@@ -67,7 +67,8 @@ struct TileClaims {
 };
 
 // The jump-table signatures (gpuos/op_entry.h). TileRangeFn runs `count` tiles of the task on the calling
-// block, ctx.tile, ctx.tile - 1, ..., ctx.tile - count + 1, with a barrier between consecutive tiles. The
+// block, ctx.tile, ctx.tile - 1, ..., ctx.tile - count + 1: one call of the operator's tile function per
+// tile with a barrier between consecutive tiles, or one call of its range function for them all. The
 // loop is compiled inside each operator's adapter (GPUOS_OPERATOR), so a block that claimed a batch of
 // tiles pays one call, one save and one restore of the callee's registers, per batch (per tile, that
 // stack traffic costs ~20% of a large element-wise task's bandwidth on an H100, docs/benchmarks.md, Large
