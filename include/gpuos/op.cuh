@@ -182,7 +182,7 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
     const bool ahead = claim_more && left >= gridDim.x;
     unsigned long long old = ahead ? claim_issue(word, take) : 0ull;
     t.tile = top;
-    batch(static_cast<const TileCtx&>(t), n);
+    batch(t, n);
     ran += n;
     if (!claim_more) return ran;
     if (!ahead) old = claim_issue(word, take);

@@ -169,17 +169,16 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Rows r
     return RowPair{w.lo + t * 8u, w.hi + t * 8u};
   };
   uint4 a[kAhead], b[kAhead], na[kAhead], nb[kAhead];
-  auto load_to = [&](uint4 (&x)[kAhead], uint4 (&y)[kAhead], const RowPair& w, unsigned k) {
+  auto load = [&](uint4 (&x)[kAhead], uint4 (&y)[kAhead], const RowPair& w, unsigned k) {
 #pragma unroll
     for (unsigned u = 0; u < kAhead; ++u) {
       x[u] = ld_stream(w.lo + k + 32u * u);
       y[u] = ld_stream(w.hi + k + 32u * u);
     }
   };
-  auto load = [&](const RowPair& w, unsigned k) { load_to(a, b, w, k); };
   const unsigned k0 = warp * kRound, last = first + count - 1u;
   RowPair w = lane_rows(first);
-  if (k0 < in.K) load(w, k0);
+  if (k0 < in.K) load(a, b, w, k0);
   // Nothing above reads what another task writes.
   if (!gpuos::await_inputs()) return;
   const float rs = in.ss ? block_row_scale(in, g, smem + kWarps * 32u * 4u + 16u * kMaxRows) : 1.0f;
@@ -215,10 +214,10 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Rows r
       // The next round's weights (the next tile's first) before this round's products.
       const unsigned kn = k + kWarps * kRound;
       if (kn < in.K) {
-        load_to(na, nb, w, kn);
+        load(na, nb, w, kn);
       } else if (j != last) {
         w = lane_rows(j + 1u);
-        load_to(na, nb, w, k0);
+        load(na, nb, w, k0);
       }
 #pragma unroll
       for (unsigned u = 0; u < kAhead; ++u) step(a[u], b[u], k + 32u * u);
