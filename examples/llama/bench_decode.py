@@ -8,7 +8,9 @@ A 32-token random prompt, then `--new` greedy tokens. Measured in this order, ea
    = (time of prompt + new tokens - time of prompt + 1 token) / (new - 1);
 3. the same model's decode step captured in one CUDA graph (static cache, torch.cuda.graph), replayed per
    token with the argmax inside the graph (falls back to torch.compile(mode="reduce-overhead"));
-4. gpuos (examples/llama): the step graph per token, batch 1, 4 and 8 (one sequence per row).
+4. gpuos (examples/llama): the step graph per token, batch 1, 4 and 8 (one sequence per row), each step
+   launched while the one before runs (its tokens taken on the device); also one step at a time (launch,
+   wait, read the token, launch), which must choose the same tokens.
 Each is also given as a fraction of the bandwidth bound: weight bytes read per token / the bandwidth of 1.
 The targets (faster than the faster of 2 and 3, >= 70% of the bound at batch 1) end as TARGET lines and a
 RESULT line; exit status 0 when both are met, 4 when not (bench/README.md). `--ops-dir` loads the
@@ -111,26 +113,49 @@ def cuda_graph(model, prompt: torch.Tensor, new: int) -> tuple[float, str]:
 
 
 def gpuos_decode(model_dir: str, batches: list[int], prompt_len: int, new: int, vocab: int,
-                 ops_dir: str | None = None) -> dict:
+                 ops_dir: str | None = None, chunk: int = 64) -> dict:
+    """Per batch: the decode steps launched one ahead (step_async, each row's token the one its row chose
+    in the step before, on the device), then the same decode from the same prompts one step at a time
+    (launch, wait, read, launch): both must choose the same tokens."""
     import gpuos
-    from llama_engine import Engine
+    from llama_engine import Engine, prev
 
     res = {}
     with gpuos.Runtime() as rt:
         eng = Engine(rt, model_dir, slots=max(batches), max_pos=max(64, -(-(prompt_len + new + 8) // 64) * 64),
-                     ops_dir=ops_dir)
+                     ops_dir=ops_dir, chunk=chunk)
         g = torch.Generator().manual_seed(0)
         for B in batches:
             eng.graph(B)
             prompts = [torch.randint(0, vocab, (prompt_len,), generator=g).tolist() for _ in range(B)]
-            nxt = [eng.prefill(p, slot=b) for b, p in enumerate(prompts)]
-            for _ in range(2):  # warm-up steps at the end of the cache's used part
-                eng.step([(nxt[b], prompt_len, b, 0.0, 0) for b in range(B)])
-            t = time.perf_counter()
-            for s in range(new):
-                nxt = eng.step([(nxt[b], prompt_len + s, b, 0.0, 0) for b in range(B)])
-            dt = (time.perf_counter() - t) / new
-            res[B] = {"ms_per_step": dt * 1e3, "tokens_per_s": B / dt}
+
+            def ahead() -> tuple[float, list]:
+                first = [eng.prefill(p, slot=b) for b, p in enumerate(prompts)]
+                out = [first]
+                t = time.perf_counter()
+                pend = eng.step_async([(first[b], prompt_len, b, 0.0, 0) for b in range(B)])
+                for s in range(1, new):
+                    nxt = eng.step_async([(prev(b), prompt_len + s, b, 0.0, 0) for b in range(B)])
+                    out.append(pend.result())
+                    pend = nxt
+                out.append(pend.result())
+                return (time.perf_counter() - t) / new, out
+
+            def one_by_one() -> tuple[float, list]:
+                nxt = [eng.prefill(p, slot=b) for b, p in enumerate(prompts)]
+                out = [nxt]
+                t = time.perf_counter()
+                for s in range(new):
+                    nxt = eng.step([(nxt[b], prompt_len + s, b, 0.0, 0) for b in range(B)])
+                    out.append(nxt)
+                return (time.perf_counter() - t) / new, out
+
+            ahead()  # warm-up
+            dt, toks = ahead()
+            dt_sync, toks_sync = one_by_one()
+            if toks != toks_sync:
+                raise RuntimeError(f"batch {B}: the steps launched ahead chose other tokens than one by one")
+            res[B] = {"ms_per_step": dt * 1e3, "tokens_per_s": B / dt, "ms_per_step_one_by_one": dt_sync * 1e3}
             print(f"gpuos batch {B}:", res[B], flush=True)
         res["stats"] = rt.stats()
         res["device"] = rt.device_info()
@@ -147,6 +172,7 @@ def main() -> int:
     ap.add_argument("--batches", default="1,4,8")
     ap.add_argument("--skip-torch", action="store_true")
     ap.add_argument("--ops-dir", help="the operators' directory (default: ops/ beside this file)")
+    ap.add_argument("--chunk", type=int, default=64, help="attention positions per tile (Engine chunk)")
     a = ap.parse_args()
     from llama_engine import Config
 
@@ -174,7 +200,7 @@ def main() -> int:
         print("cuda graph:", r["cuda_graph_ms"], "ms/token via", how, flush=True)
         del model
         torch.cuda.empty_cache()
-    g = gpuos_decode(a.model_dir, batches, a.prompt_len, a.new, cfg.vocab, a.ops_dir)
+    g = gpuos_decode(a.model_dir, batches, a.prompt_len, a.new, cfg.vocab, a.ops_dir, a.chunk)
     r["gpuos"] = {str(k): v for k, v in g.items() if isinstance(k, int)}
     r["gpuos_runtime"] = {"stats": g["stats"], "device": g["device"]}
     r["gpuos_ms"] = g[1]["ms_per_step"] if 1 in g else None

@@ -123,12 +123,46 @@ def _ptr(t) -> int:
     return t.data_ptr()
 
 
+def prev(i: int) -> int:
+    """A row's token in Engine.step_async: the token row i of the step launched before chooses."""
+    if not 0 <= i < MAX_ROWS:
+        raise ValueError(f"prev({i}): a step has rows 0..{MAX_ROWS - 1}")
+    return -1 - i
+
+
+class Pending:
+    """A launched step (Engine.step_async)."""
+
+    def __init__(self, eng: "Engine", ticket: int, R: int, buf: int, timeout: float | None):
+        self.eng, self.ticket, self.R, self.buf, self.timeout = eng, ticket, R, buf, timeout
+        self._tokens: list[int] | None = None
+
+    def result(self) -> list[int]:
+        """Waits for the step (up to the step's timeout) and returns each row's next token (-1 for a row
+        with slot < 0 or a prev() token of a row the step before did not have). Raises gpuos.Error if the
+        launch failed (a step after a failed one fails too), TimeoutError if it did not finish in time."""
+        with self.eng._lock:
+            if self._tokens is None:
+                try:
+                    done = self.eng.rt.wait(self.ticket, self.timeout)
+                except Exception:  # failed: nothing of it runs any more, its buffers are free
+                    if self in self.eng._pending:
+                        self.eng._pending.remove(self)
+                    raise
+                if not done:  # still running: it keeps its buffers, a later call waits again
+                    raise TimeoutError(f"step of {self.R} rows did not finish in {self.timeout} s")
+                self._tokens = self.eng.out[self.buf][: self.R].tolist()
+                self.eng._pending.remove(self)
+            return self._tokens
+
+
 class Engine:
     """The model on a gpuos runtime: its buffers, its operators and a step graph per row count.
 
     `slots` sequences can be in flight, each up to `max_pos` tokens. Operators are loaded from `ops_dir`
-    (None: OPS_DIR, the ops/ beside this file; the runtime's watcher may reload them there while serving: the graphs name operators by id, so a
-    new generation's code runs from the next launch on). Not thread-safe: one caller runs steps.
+    (None: OPS_DIR, the ops/ beside this file; the runtime's watcher may reload them there while serving:
+    the graphs name operators by id, so a new generation's code runs from the next launch on). Not
+    thread-safe: one caller runs steps.
     """
 
     def __init__(self, rt: gpuos.Runtime, model_dir: str | os.PathLike, *, slots: int = 8, max_pos: int = 1024,
@@ -196,10 +230,13 @@ class Engine:
         dims = DIMS.pack(H, NH, KVH, cfg.inter, cfg.vocab, cfg.layers, max_pos, slots, cfg.eps, 0.0,
                          *cfg.inv_freq())
         self.dims = torch.frombuffer(bytearray(dims), dtype=torch.uint8).to(dev)
-        # Mapped host memory (pinned memory is mapped into the device's address space under UVA).
-        self.ctl = torch.zeros(R * ROW.size, dtype=torch.uint8).pin_memory()
-        self.out = torch.full((R,), -1, dtype=torch.int32).pin_memory()
-        self._ctl_np = self.ctl.numpy()
+        # Each row's token as the last step chose it, for a next step launched before the host has read it.
+        self.last = torch.full((R,), -1, dtype=torch.int32, **z)
+        # Mapped host memory (pinned memory is mapped into the device's address space under UVA), two of
+        # each: a step is launched while the one before runs (step_async), so the steps alternate.
+        self.ctl = [torch.zeros(R * ROW.size, dtype=torch.uint8).pin_memory() for _ in range(2)]
+        self.out = [torch.full((R,), -1, dtype=torch.int32).pin_memory() for _ in range(2)]
+        self._ctl_np = [c.numpy() for c in self.ctl]
         torch.cuda.synchronize()
 
         if load_ops:
@@ -209,15 +246,17 @@ class Engine:
                     f"{o['name']}: {o['error']}" for o in rt.list_ops() if o["kind"] == "failed"))
         self.op = {name: rt.op_id(name) for name in OP_NAMES}
         self._graphs: dict[tuple, gpuos.GraphExec] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._launched = 0  # steps launched
+        self._pending: list[Pending] = []  # launched steps whose tokens were not read yet (at most 2)
 
     # ---- graphs --------------------------------------------------------------------------------------
-    def _tasks(self, R: int) -> list[gpuos.Task]:
+    def _tasks(self, R: int, buf: int) -> list[gpuos.Task]:
         c, op, P = self.cfg, self.op, _ptr
         kvh = self.kv[0].numel() * 2  # bytes of one layer's cache
         T = []
         T.append(gpuos.Task(op["llama_embed"], R, struct.pack(
-            "<6Q", P(self.ctl), P(self.rows), P(self.emb), P(self.x), P(self.ss), P(self.dims))))
+            "<7Q", P(self.ctl[buf]), P(self.last), P(self.rows), P(self.emb), P(self.x), P(self.ss), P(self.dims))))
         for i, L in enumerate(self.layers):
             kv = P(self.kv) + i * kvh
             qkv_rows = (c.heads + 2 * c.kv_heads) * HEAD_DIM
@@ -236,21 +275,22 @@ class Engine:
             T.append(gpuos.Task(op["llama_resid"], c.hidden // 16, struct.pack(
                 "<4Q3I4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R)))
         T.append(gpuos.Task(op["llama_logits"], c.vocab // 16, struct.pack(
-            "<9QI4x", P(self.head), P(self.x), P(self.ss[2 * c.layers]), P(self.final_norm),
-            P(self.logits) if self.logits is not None else 0, P(self.keys), P(self.out), P(self.rows), P(self.dims),
-            R)))
+            "<10QI4x", P(self.head), P(self.x), P(self.ss[2 * c.layers]), P(self.final_norm),
+            P(self.logits) if self.logits is not None else 0, P(self.keys), P(self.out[buf]), P(self.last),
+            P(self.rows), P(self.dims), R)))
         return T
 
-    def graph(self, R: int, nodes: int | None = None) -> gpuos.GraphExec:
+    def graph(self, R: int, nodes: int | None = None, buf: int = 0) -> gpuos.GraphExec:
         """The step graph of R rows (built and instantiated on first use). `nodes`: only the step's first
-        nodes (embed, then 5 per layer), to check intermediate results."""
+        nodes (embed, then 5 per layer), to check intermediate results. `buf`: which of the two host
+        buffers (rows in, tokens out) the step uses."""
         if not 1 <= R <= MAX_ROWS:
             raise ValueError(f"a step has 1..{MAX_ROWS} rows, not {R}")
-        key = (R, nodes)
+        key = (R, nodes, buf)
         g = self._graphs.get(key)
         if g is None:
             graph, prev = gpuos.Graph(), None
-            for t in self._tasks(R)[:nodes]:
+            for t in self._tasks(R, buf)[:nodes]:
                 prev = graph.add(t, [] if prev is None else [prev])
             g = self._graphs[key] = gpuos.GraphExec(self.rt, graph)
         return g
@@ -265,20 +305,35 @@ class Engine:
         """Runs one step over `rows` = [(token, position, slot, temperature, seed)]; returns each row's
         next token (-1 for a row with slot < 0). Raises gpuos.Error if the launch failed, TimeoutError if
         it did not finish within `timeout` seconds."""
+        return self.step_async(rows, timeout, nodes).result()
+
+    def step_async(self, rows: list[tuple[int, int, int, float, int]], timeout: float | None = 30.0,
+                   nodes: int | None = None) -> "Pending":
+        """Launches one step over `rows` (as step) to run after the step launched before, and returns at
+        once; Pending.result() waits for its tokens. A row's token may be prev(i): the token that row i of
+        the step launched before chooses, read on the device when this step starts, so that the host can
+        launch step n + 1 while step n runs. The tokens of the step launched two before are read first
+        (its buffers are this one's). Raises ValueError for a row outside the cache."""
         R = len(rows)
-        g = self.graph(R, nodes)
+        buf = bytearray(R * ROW.size)
+        for i, (tok, pos, slot, temp, seed) in enumerate(rows):
+            if slot >= self.slots or (slot >= 0 and not 0 <= pos < self.max_pos):
+                raise ValueError(f"row {i}: slot {slot} / position {pos} outside the cache "
+                                 f"({self.slots} slots x {self.max_pos} positions)")
+            if not -MAX_ROWS <= tok:
+                raise ValueError(f"row {i}: token {tok} (prev(i) is -1 - i, i < {MAX_ROWS})")
+            ROW.pack_into(buf, i * ROW.size, tok, pos, slot, temp, seed & 0xFFFFFFFF)
         with self._lock:
-            buf = bytearray(R * ROW.size)
-            for i, (tok, pos, slot, temp, seed) in enumerate(rows):
-                if slot >= self.slots or (slot >= 0 and not 0 <= pos < self.max_pos):
-                    raise ValueError(f"row {i}: slot {slot} / position {pos} outside the cache "
-                                     f"({self.slots} slots x {self.max_pos} positions)")
-                ROW.pack_into(buf, i * ROW.size, tok, pos, slot, temp, seed & 0xFFFFFFFF)
-            self._ctl_np[: len(buf)] = np.frombuffer(buf, dtype=np.uint8)
-            ticket = g.launch()
-            if not self.rt.wait(ticket, timeout):
-                raise TimeoutError(f"step of {R} rows did not finish in {timeout} s")
-            return self.out[:R].tolist()
+            b = self._launched % 2
+            for p in [p for p in self._pending if p.buf == b]:
+                p.result()
+            g = self.graph(R, nodes, b)
+            self._ctl_np[b][: len(buf)] = np.frombuffer(buf, dtype=np.uint8)
+            ticket = g.launch([self._pending[-1].ticket] if self._pending else [])
+            self._launched += 1
+            p = Pending(self, ticket, R, b, timeout)
+            self._pending.append(p)
+            return p
 
     def prefill(self, tokens: list[int], slot: int, temp: float = 0.0, seed: int = 0) -> int:
         """Runs a prompt through slot `slot` (positions 0..len-1), 8 tokens a step; returns the token

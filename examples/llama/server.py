@@ -13,7 +13,9 @@ Endpoints:
 
 Requests are batched continuously: each step of the model (one gpuos graph launch) carries the next token
 of every decoding request and up to the rest of its 8 rows of prompt tokens of requests being prefilled,
-so a new request starts without waiting for the others to finish. The operators are served from
+so a new request starts without waiting for the others to finish. Each step is launched while the one
+before runs (Engine.step_async): a decoding row's token is the one its request's row chose in the step
+before, taken on the device, so the GPU does not wait for the host between steps. The operators are served from
 `--ops-dir` (default: examples/llama/ops), which the runtime watches: a source saved there goes live at
 the next step; one that does not compile is refused and the version before keeps serving.
 
@@ -34,7 +36,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import gpuos
-from llama_engine import MAX_ROWS, OPS_DIR, Engine
+from llama_engine import MAX_ROWS, OPS_DIR, Engine, prev
 
 # Exit statuses, as `gpuos run`'s: 5 the device faulted, 6 the watchdog gave up on a hung operator
 # (GPUOS_ERR_HUNG), 1 any other failure of the decode loop. A supervisor restarts the server on any of them.
@@ -46,7 +48,8 @@ class Request:
         self.prompt, self.max_tokens, self.temp, self.seed = prompt, max_tokens, temp, seed
         self.out: queue.Queue = queue.Queue()  # token ids, then None (done) or an Exception
         self.slot = -1
-        self.fed = 0        # prompt tokens already run
+        self.fed = 0        # prompt tokens launched
+        self.planned = 0    # tokens whose step was launched (generated: those read back)
         self.generated: list[int] = []
         self.t_submit = time.perf_counter()
         self.t_first = None
@@ -95,22 +98,56 @@ class Scheduler:
             self.cv.notify()
         self.thread.join()
 
-    def _rows(self) -> tuple[list, list]:
-        """This step's rows and, per row, (request, is the row the one whose output is a new token)."""
+    def _rows(self, before: list) -> tuple[list, list]:
+        """The next step's rows and, per row, (request, is the row the one whose output is a new token).
+        `before`: the owners of the step launched before, whose tokens are not read yet: a request whose
+        last token comes from it takes it on the device (prev)."""
         rows, owners = [], []
         for r in self.active:  # decoding: one row each
-            if r.fed == len(r.prompt) and len(rows) < MAX_ROWS:
-                pos = len(r.prompt) + len(r.generated) - 1
-                rows.append((r.generated[-1], pos, r.slot, r.temp, r.seed))
+            if r.fed == len(r.prompt) and r.planned < r.max_tokens and len(rows) < MAX_ROWS:
+                pos = len(r.prompt) + r.planned - 1
+                if len(r.generated) == r.planned:
+                    tok = r.generated[-1]
+                else:
+                    tok = prev(next(i for i, (q, emits) in enumerate(before) if q is r and emits))
+                rows.append((tok, pos, r.slot, r.temp, r.seed))
                 owners.append((r, True))
+                r.planned += 1
         for r in self.active:  # prefilling: the rest of the rows, consecutive prompt tokens
             while r.fed < len(r.prompt) and len(rows) < MAX_ROWS:
                 rows.append((r.prompt[r.fed], r.fed, r.slot, r.temp, r.seed))
                 r.fed += 1
                 owners.append((r, r.fed == len(r.prompt)))
+                r.planned += r.fed == len(r.prompt)
         return rows, owners
 
+    def _collect(self, pending, owners: list) -> None:
+        """Reads a step's tokens (waiting for it) and hands them to their requests."""
+        toks = pending.result()
+        self.counters["steps"] += 1
+        self.counters["rows"] += len(owners)
+        done = []
+        for (r, emits), tok in zip(owners, toks):
+            if not emits:
+                continue
+            if r.t_first is None:
+                r.t_first = time.perf_counter()
+            r.generated.append(tok)
+            r.out.put(tok)
+            self.counters["tokens_generated"] += 1
+            if len(r.generated) >= r.max_tokens:
+                done.append(r)
+        with self.cv:
+            for r in done:
+                r.out.put(None)
+                self.active.remove(r)
+                self.free_slots.append(r.slot)
+                self.counters["requests_completed"] += 1
+                self.latency.append(time.perf_counter() - r.t_submit)
+                del self.latency[:-10000]
+
     def _loop(self) -> None:
+        before = None  # the step launched and not read yet: (Pending, owners)
         try:
             while True:
                 with self.cv:
@@ -118,34 +155,16 @@ class Scheduler:
                         r = self.waiting.popleft()
                         r.slot = self.free_slots.pop()
                         self.active.append(r)
-                    if not self.active:
+                    if not self.active and before is None:
                         if self.stopping:
                             return
                         self.cv.wait()
                         continue
-                rows, owners = self._rows()
-                toks = self.eng.step(rows)
-                self.counters["steps"] += 1
-                self.counters["rows"] += len(rows)
-                done = []
-                for (r, emits), tok in zip(owners, toks):
-                    if not emits:
-                        continue
-                    if r.t_first is None:
-                        r.t_first = time.perf_counter()
-                    r.generated.append(tok)
-                    r.out.put(tok)
-                    self.counters["tokens_generated"] += 1
-                    if len(r.generated) >= r.max_tokens:
-                        done.append(r)
-                with self.cv:
-                    for r in done:
-                        r.out.put(None)
-                        self.active.remove(r)
-                        self.free_slots.append(r.slot)
-                        self.counters["requests_completed"] += 1
-                        self.latency.append(time.perf_counter() - r.t_submit)
-                        del self.latency[:-10000]
+                rows, owners = self._rows(before[1] if before else [])
+                launched = (self.eng.step_async(rows), owners) if rows else None
+                if before is not None:
+                    self._collect(*before)
+                before = launched
         except Exception as e:  # a fault or a hang: fail everything, say why, stop serving
             with self.cv:
                 self.exit_status = EXIT_STATUS.get(getattr(e, "status", ""), 1)

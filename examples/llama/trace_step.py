@@ -61,9 +61,10 @@ __device__ __forceinline__ unsigned smid() {{
              (static_cast<unsigned long long>(llama::smid()) << 40) |                                   \
              (static_cast<unsigned long long>(blockIdx.x) << 24) |                                      \
              (static_cast<unsigned long long>((COUNT) < 255u ? (COUNT) : 255u) << 16) | ((TILE) & 0xFFFFu); \
-      r[2] = t0;                                                                                        \
+      r[2] = llama::trace_awaited() ? llama::trace_awaited() : t0;                                      \
       r[3] = llama::gtime();                                                                            \
     }}                                                                                                   \
+    llama::trace_awaited() = 0ull;                                                                      \
   }}
 #define LLAMA_TRACED(FN, ARGS, KIND)                                                                   \
   __device__ void FN##_traced(const ARGS& a, const gpuos::TileCtx& c) {{                                 \
@@ -78,6 +79,21 @@ __device__ __forceinline__ unsigned smid() {{
     LLAMA_TRACE_RECORD(KIND, c.tile, n)                                                                 \
   }}
 """
+
+
+# Before project16 (the top of llama.cuh): when a call's inputs arrived (gpuos::await_inputs returned),
+# which a record takes as its start: a call of an awaiting operator starts before the node before ends.
+TRACE_AWAITED_H = r"""
+namespace llama {
+__device__ __forceinline__ unsigned long long& trace_awaited() {
+  __shared__ unsigned long long t;
+  return t;
+}
+}  // namespace llama
+"""
+AWAIT = "if (!gpuos::await_inputs()) return;"
+AWAITED = AWAIT + """
+  if (threadIdx.x == 0) asm volatile("mov.u64 %0, %globaltimer;" : "=l"(llama::trace_awaited()));"""
 
 
 CLOCK_OP = r"""
@@ -122,7 +138,12 @@ def traced_ops(buf: torch.Tensor, dst: Path, src: Path = OPS_DIR) -> Path:
     rec_off = MAX_BLOCKS * 4 * 8  # bytes: the counts take the buffer's first MAX_BLOCKS * 4 words
     shutil.copytree(src, dst, dirs_exist_ok=True)
     h = dst / "llama.cuh"
-    h.write_text(h.read_text() + TRACE_H.format(addr=buf.data_ptr(), per_block=PER_BLOCK, rec_off=rec_off))
+    text = h.read_text()
+    inc = '#include "gpuos/op.cuh"\n'
+    if text.count(AWAIT) != 1 or inc not in text:
+        raise RuntimeError(f"{h}: expected one '{AWAIT}' and the include of gpuos/op.cuh")
+    text = text.replace(inc, inc + TRACE_AWAITED_H).replace(AWAIT, AWAITED)
+    h.write_text(text + TRACE_H.format(addr=buf.data_ptr(), per_block=PER_BLOCK, rec_off=rec_off))
     for name in OP_NAMES:
         f = dst / f"{name}.cu"
         src = f.read_text()
@@ -176,10 +197,11 @@ def summarize(nodes: list[dict]) -> dict:
         if name == "llama_resid":
             name = "o_proj" if nodes[i - 1]["kind"] == "llama_attn" else "down"
         names.append(name)
-        d = rows.setdefault(name, dict(span=[], gap=[], first_p50=[], first_max=[], early=[], last_spread=[],
+        d = rows.setdefault(name, dict(dt=[], span=[], gap=[], first_p50=[], first_max=[], early=[], last_spread=[],
                                        tile_p50=[], tile_max=[], tiles=n["tiles"], blocks=n["blocks"]))
         d["span"].append((n["end"] - n["start"]) / 1e3)
         if prev_end is not None:
+            d["dt"].append((n["end"] - prev_end) / 1e3)
             d["gap"].append((n["start"] - prev_end) / 1e3)
             d["first_p50"].append((np.median(n["firsts"]) - prev_end) / 1e3)
             d["first_max"].append((n["firsts"].max() - prev_end) / 1e3)
@@ -203,12 +225,14 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--ops", default=str(OPS_DIR), help="the operators to trace (default: ops/)")
     ap.add_argument("--options", default="{}", help="gpuos.Runtime keyword arguments, as JSON")
+    ap.add_argument("--engine", default="{}", help="Engine keyword arguments (e.g. chunk), as JSON")
     ap.add_argument("--raw", default=None, help="save the last step's tile records here (.npy: [n][4] uint64 "
                     "key, kind|sm|block|tile, start, end)")
     a = ap.parse_args()
     buf = torch.zeros(MAX_BLOCKS * 4 + MAX_BLOCKS * PER_BLOCK * 4, dtype=torch.int64, device="cuda")
     with tempfile.TemporaryDirectory() as tmp, gpuos.Runtime(**json.loads(a.options)) as rt:
-        eng = Engine(rt, a.model_dir, slots=8, max_pos=1024, ops_dir=traced_ops(buf, Path(tmp), Path(a.ops)))
+        eng = Engine(rt, a.model_dir, slots=8, max_pos=1024, ops_dir=traced_ops(buf, Path(tmp), Path(a.ops)),
+                     **json.loads(a.engine))
         rt.load_operator_source("trace_clock", CLOCK_OP)
         rows = [(1, 40 + i, i, 0.0, 0) for i in range(a.rows)]
         for _ in range(10):
@@ -237,17 +261,17 @@ def main() -> None:
           f"over {a.steps} steps: device {[round(r['_step_us'], 1) for r in results]}")
     print(f"call to first tile {[round(r['_launch_to_first_us'], 1) for r in results]} us, "
           f"last tile to return {[round(r['_last_to_return_us'], 1) for r in results]} us")
-    print(f"{'node':8s} {'tiles':>5s} {'blocks':>6s} {'span':>7s} {'gap':>6s} {'1st p50':>7s} {'1st max':>7s} "
-          f"{'early':>5s} {'tail':>6s} {'tile p50':>8s} {'tile max':>8s}   (us, medians over the layers; early: "
-          f"blocks that started before the node before ended)")
+    print(f"{'node':8s} {'tiles':>5s} {'blocks':>6s} {'dt':>6s} {'span':>7s} {'gap':>6s} {'1st p50':>7s} "
+          f"{'1st max':>7s} {'early':>5s} {'tail':>6s} {'tile p50':>8s} {'tile max':>8s}   (us, medians over the "
+          f"layers; dt: from the node before's end to this one's; a call of an awaiting operator starts when its "
+          f"inputs arrived; early: blocks that started before the node before ended)")
     for k in ("llama_embed", "llama_qkv", "llama_attn", "o_proj", "llama_swiglu", "down", "llama_logits"):
         d = last.get(k)
         if not d:
             continue
-        print(f"{k.replace('llama_', ''):8s} {d['tiles']:5d} {d['blocks']:6d} {d['span']:7.1f} {d['gap'] or 0:6.1f} "
-              f"{d['first_p50'] or 0:7.1f} {d['first_max'] or 0:7.1f} {d['early'] or 0:5.0f} {d['last_spread']:6.1f} "
-              f"{d['tile_p50']:8.1f} "
-              f"{d['tile_max']:8.1f}")
+        print(f"{k.replace('llama_', ''):8s} {d['tiles']:5d} {d['blocks']:6d} {d['dt'] or 0:6.1f} {d['span']:7.1f} "
+              f"{d['gap'] or 0:6.1f} {d['first_p50'] or 0:7.1f} {d['first_max'] or 0:7.1f} {d['early'] or 0:5.0f} "
+              f"{d['last_spread']:6.1f} {d['tile_p50']:8.1f} {d['tile_max']:8.1f}")
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1, default=float))
 

@@ -50,6 +50,13 @@ __device__ __forceinline__ bf16 f2bf(float f) {
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
   return r;
 }
+/// The bf16 pairs a * b, each product rounded once (as a bf16 multiply rounds: the product of two bf16
+/// is exact in fp32, so this equals pack2(rbf(lo(a) lo(b)), rbf(hi(a) hi(b)))): one fma with -0.
+__device__ __forceinline__ unsigned mul_bf16x2(unsigned a, unsigned b) {
+  unsigned r;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
+  return r;
+}
 /// f rounded to bf16, as a float: what a bf16 tensor op stores.
 __device__ __forceinline__ float rbf(float f) { return bf2f(f2bf(f)); }
 /// Two floats as a bf16 pair (lo in the low half).
@@ -195,9 +202,9 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Rows r
         const uint4 gv = *reinterpret_cast<const uint4*>(gain + kk);
         unsigned* xp = &xv.x;
         const unsigned* gp = &gv.x;
+        // bf16(bf16(x rs) gain) per element: x rs in fp32 rounded in pairs, then one bf16 multiply.
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          xp[j] = pack2(rbf(rbf(lo2f(xp[j]) * rs) * lo2f(gp[j])), rbf(rbf(hi2f(xp[j]) * rs) * hi2f(gp[j])));
+        for (int j = 0; j < 4; ++j) xp[j] = mul_bf16x2(pack2(lo2f(xp[j]) * rs, hi2f(xp[j]) * rs), gp[j]);
       }
     }
     mma_bf16(c, wa.x, wb.x, wa.y, wb.y, xv.x, xv.y);

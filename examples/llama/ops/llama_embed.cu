@@ -1,10 +1,13 @@
 // llama_embed: the first node of a step. Tile r copies row r of the step from the host's mapped `ctl`
 // to device memory (`rows`), looks up its token's embedding into x[r] and writes the sum of squares of
-// x[r] for the first layer's RMSNorm, as its first partial sum (the others zero). tiles = R.
+// x[r] for the first layer's RMSNorm, as its first partial sum (the others zero). A row's token -1 - i
+// is the token row i of the step before chose (`last`, written by llama_logits), so that the host can
+// launch a step before it has read the one before. tiles = R.
 #include "llama.cuh"
 
 struct LlamaEmbedArgs {
   const llama::Row* ctl;   // [R], mapped host memory
+  const int* last;         // [kMaxRows]: the step before's tokens
   llama::Row* rows;        // [R]
   const llama::bf16* emb;  // [vocab][hidden]
   llama::bf16* x;          // [R][hidden]
@@ -28,6 +31,8 @@ __device__ void llama_embed_tile(const LlamaEmbedArgs& a, const gpuos::TileCtx& 
                  : "=r"(dst[0].x), "=r"(dst[0].y), "=r"(dst[0].z), "=r"(dst[0].w), "=r"(dst[1].x), "=r"(dst[1].y),
                    "=r"(dst[1].z), "=r"(dst[1].w)
                  : "l"(src), "l"(src + 1));
+    // The step before's token: written in another launch, so read from L2.
+    if (v.tok < 0 && v.tok >= -static_cast<int>(kMaxRows)) v.tok = __ldcg(a.last - 1 - v.tok);
     if (v.tok < 0 || static_cast<unsigned>(v.tok) >= a.dims->vocab) v.slot = -1;  // refuse, never read out of bounds
     row = v;
     a.rows[r] = v;

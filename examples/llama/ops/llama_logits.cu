@@ -4,7 +4,8 @@
 // << 32 | ~index, so ties go to the lowest index as torch.argmax does. The score is the logit (greedy,
 // temp <= 0) or logit / temp + Gumbel noise from a hash of (seed, position, index): a sample from the
 // softmax at that temperature. The finish function hands each row's token to the host (`out`, mapped
-// memory) and clears the keys for the next step. tiles = vocab / 16.
+// memory) and to the next step (`last`, llama_embed) and clears the keys for the next step.
+// tiles = vocab / 16.
 #include "llama.cuh"
 
 struct LlamaLogitsArgs {
@@ -15,6 +16,7 @@ struct LlamaLogitsArgs {
   float* logits;            // [R][vocab], or nullptr: not stored
   unsigned long long* keys; // [kMaxRows], zero between steps
   int* out;                 // [kMaxRows], mapped host memory: the chosen tokens (-1: unused row)
+  int* last;                // [kMaxRows]: the same, for the next step
   const llama::Row* rows;
   const llama::Dims* dims;
   unsigned R;
@@ -81,6 +83,7 @@ __device__ void llama_logits_finish(const LlamaLogitsArgs& a, const gpuos::TileC
   int tok = -1;
   if (r < a.R && a.rows[r].slot >= 0 && key != 0ull) tok = static_cast<int>(0xffffffffu - static_cast<unsigned>(key));
   a.out[r] = tok;
+  a.last[r] = tok;
 }
 
 GPUOS_OPERATOR_RANGES_WITH_FINISH(llama_logits, LlamaLogitsArgs, llama_logits_tiles, llama_logits_finish,

@@ -5,6 +5,7 @@ import json
 import math
 import queue
 import struct
+import types
 
 import pytest
 
@@ -78,11 +79,16 @@ class FakeEngine:
 
     def __init__(self):
         self.steps = []
+        self.last = []   # the tokens of the step launched before (what prev(i) reads on the device)
+        self.ahead = 0   # rows whose token was prev(i)
 
-    def step(self, rows):
+    def step_async(self, rows):
         assert 1 <= len(rows) <= MAX_ROWS
-        self.steps.append(list(rows))
-        return [(tok + pos) % 97 for tok, pos, *_ in rows]
+        self.ahead += sum(tok < 0 for tok, *_ in rows)
+        rows = [(self.last[-1 - tok] if tok < 0 else tok, *rest) for tok, *rest in rows]
+        self.steps.append(rows)
+        toks = self.last = [(tok + pos) % 97 for tok, pos, *_ in rows]
+        return types.SimpleNamespace(result=lambda: list(toks))
 
 
 def test_scheduler_batches_decode_and_prefill_rows():
@@ -111,6 +117,7 @@ def test_scheduler_batches_decode_and_prefill_rows():
     assert s.counters["requests_completed"] == len(reqs)
     assert s.counters["tokens_generated"] == 5 * len(reqs)
     assert s.counters["rows"] == sum(len(r.prompt) for r in reqs) + 4 * len(reqs)
+    assert eng.ahead > 0  # steps were launched before the host read the tokens they take
 
 
 def test_scheduler_refuses_what_does_not_fit_and_reports_a_failed_step():
@@ -124,7 +131,7 @@ def test_scheduler_refuses_what_does_not_fit_and_reports_a_failed_step():
     def broken(rows):
         raise TimeoutError("step of 1 rows did not finish")
 
-    eng.step = broken
+    eng.step_async = broken
     r = Request([1, 2], 3, 0.0, 0)
     s.submit(r)
     item = r.out.get(timeout=10)
@@ -191,10 +198,12 @@ def test_http_completions_health_and_metrics():
         assert "llama_server_requests_completed_total 2" in text
         assert "llama_server_operator_refused_total 1" in text and "llama_server_up 1" in text
 
-        def broken(rows):
-            raise RuntimeError("GPUOS_ERR_DEVICE_FAULT: an illegal address")
+        def broken(rows):  # the launch is accepted; waiting for it reports the fault
+            def fault():
+                raise RuntimeError("GPUOS_ERR_DEVICE_FAULT: an illegal address")
+            return types.SimpleNamespace(result=fault)
 
-        eng.step = broken
+        eng.step_async = broken
         st, _, text = call("POST", "/v1/completions", {"prompt": [1, 2], "max_tokens": 2})
         assert st == 500 and "illegal address" in text  # the request in flight gets the error
         st, _, text = call("GET", "/health")

@@ -46,3 +46,45 @@ def test_batched_requests_answer_as_alone(tiny_model):
     assert sampled[0] == sampled[1]  # a seeded sample is reproducible
     assert sampled[0] != alone[1]    # and at temperature 0.9 it is not the greedy answer
     assert sched.counters["requests_completed"] == 2 * len(prompts) + 2
+
+
+def test_steps_launched_ahead_choose_the_tokens_of_steps_one_by_one(tiny_g8_model):
+    # Each step launched before the host has read the one before, its rows' tokens taken on the device
+    # (prev(i)); every other step lists the sequences in reverse order, so a row takes another row's token.
+    from llama_engine import prev
+
+    prompts = [[(5 * i + 11 * j) % 1000 for j in range(n)] for i, n in enumerate((9, 3, 20))]
+    B, steps = len(prompts), 24
+    with gpuos.Runtime() as rt:
+        eng = Engine(rt, tiny_g8_model, slots=B, max_pos=64)
+
+        def one_by_one():
+            nxt = [eng.prefill(p, slot=b) for b, p in enumerate(prompts)]
+            out = [nxt]
+            for s in range(steps):
+                nxt = eng.step([(nxt[b], len(prompts[b]) + s, b, 0.0, 0) for b in range(B)])
+                out.append(nxt)
+            return out
+
+        def ahead():
+            first = [eng.prefill(p, slot=b) for b, p in enumerate(prompts)]
+            out = [first]
+            pend, order = eng.step_async([(first[b], len(prompts[b]), b, 0.0, 0) for b in range(B)]), list(range(B))
+            for s in range(1, steps):
+                new_order = order[::-1]
+                rows = [(prev(order.index(b)), len(prompts[b]) + s, b, 0.0, 0) for b in new_order]
+                nxt = eng.step_async(rows)
+                toks = pend.result()
+                out.append([toks[order.index(b)] for b in range(B)])
+                pend, order = nxt, new_order
+            toks = pend.result()
+            out.append([toks[order.index(b)] for b in range(B)])
+            return out
+
+        want = one_by_one()
+        got = ahead()
+        with pytest.raises(ValueError, match="prev"):
+            prev(8)
+        eng.close()
+    assert got == want
+    assert len({t for row in want for t in row}) > 3  # the steps did choose different tokens
