@@ -113,7 +113,7 @@ def cuda_graph(model, prompt: torch.Tensor, new: int) -> tuple[float, str]:
 
 
 def gpuos_decode(model_dir: str, batches: list[int], prompt_len: int, new: int, vocab: int,
-                 ops_dir: str | None = None, chunk: int = 64) -> dict:
+                 ops_dir: str | None = None, chunk: int = 64, fold_norms: bool = True) -> dict:
     """Per batch: the decode steps launched one ahead (step_async, each row's token the one its row chose
     in the step before, on the device), then the same decode from the same prompts one step at a time
     (launch, wait, read, launch): both must choose the same tokens."""
@@ -123,7 +123,7 @@ def gpuos_decode(model_dir: str, batches: list[int], prompt_len: int, new: int, 
     res = {}
     with gpuos.Runtime() as rt:
         eng = Engine(rt, model_dir, slots=max(batches), max_pos=max(64, -(-(prompt_len + new + 8) // 64) * 64),
-                     ops_dir=ops_dir, chunk=chunk)
+                     ops_dir=ops_dir, chunk=chunk, fold_norms=fold_norms)
         g = torch.Generator().manual_seed(0)
         for B in batches:
             eng.graph(B)
@@ -173,6 +173,8 @@ def main() -> int:
     ap.add_argument("--skip-torch", action="store_true")
     ap.add_argument("--ops-dir", help="the operators' directory (default: ops/ beside this file)")
     ap.add_argument("--chunk", type=int, default=64, help="attention positions per tile (Engine chunk)")
+    ap.add_argument("--no-fold", action="store_true", help="the operators multiply by the RMSNorms' gains "
+                    "(Engine fold_norms=False)")
     a = ap.parse_args()
     from llama_engine import Config
 
@@ -200,7 +202,7 @@ def main() -> int:
         print("cuda graph:", r["cuda_graph_ms"], "ms/token via", how, flush=True)
         del model
         torch.cuda.empty_cache()
-    g = gpuos_decode(a.model_dir, batches, a.prompt_len, a.new, cfg.vocab, a.ops_dir, a.chunk)
+    g = gpuos_decode(a.model_dir, batches, a.prompt_len, a.new, cfg.vocab, a.ops_dir, a.chunk, not a.no_fold)
     r["gpuos"] = {str(k): v for k, v in g.items() if isinstance(k, int)}
     r["gpuos_runtime"] = {"stats": g["stats"], "device": g["device"]}
     r["gpuos_ms"] = g[1]["ms_per_step"] if 1 in g else None

@@ -1,6 +1,6 @@
 """gpuos's Llama decoding against transformers' own LlamaForCausalLM with the same weights.
 
-    python check_reference.py MODEL_DIR [--prompt-len 32] [--steps 64] [--json OUT] [--ops-dir DIR]
+    python check_reference.py MODEL_DIR [--prompt-len 32] [--steps 64] [--json OUT] [--ops-dir DIR] [--no-fold]
 
 Both decode greedily from the same random prompt: transformers in bfloat16 (the reference), gpuos with
 examples/llama/ops (or --ops-dir). Reported:
@@ -61,7 +61,7 @@ def forced_fp32(model_dir: str, seq: list[int], first: int) -> torch.Tensor:
 
 
 def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int], ops_dir: str | None = None,
-              **runtime) -> tuple[list[int], torch.Tensor, list[int], dict]:
+              fold_norms: bool = True, **runtime) -> tuple[list[int], torch.Tensor, list[int], dict]:
     """Greedy decoding by the gpuos engine, twice on one runtime: free running (tokens, each step's
     logits), then fed forced[s - 1] at step s instead of its own last token (teacher forcing: its tokens).
     Also the timings of the first."""
@@ -71,7 +71,7 @@ def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int], 
     with gpuos.Runtime(**runtime) as rt:
         t0 = time.perf_counter()
         eng = Engine(rt, model_dir, slots=1, max_pos=max(64, -(-(len(prompt) + steps) // 64) * 64), keep_logits=True,
-                     ops_dir=ops_dir)
+                     ops_dir=ops_dir, fold_norms=fold_norms)
         t1 = time.perf_counter()
 
         def decode(feeds: list[int] | None) -> tuple[list[int], list[torch.Tensor]]:
@@ -94,7 +94,7 @@ def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int], 
 
 
 def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1, ops_dir: str | None = None,
-            **runtime) -> dict:
+            fold_norms: bool = True, **runtime) -> dict:
     import json as _json
     from pathlib import Path
 
@@ -102,7 +102,8 @@ def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1
     g = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, vocab, (prompt_len,), generator=g).tolist()
     ref_toks, ref_logits = reference(model_dir, prompt, steps)
-    gp_toks, gp_logits, forced_toks, timing = run_gpuos(model_dir, prompt, steps, ref_toks, ops_dir, **runtime)
+    gp_toks, gp_logits, forced_toks, timing = run_gpuos(model_dir, prompt, steps, ref_toks, ops_dir, fold_norms,
+                                                        **runtime)
     same = next((i for i, (a, b) in enumerate(zip(ref_toks, gp_toks)) if a != b), steps)
     # Contexts agree for the steps up to and including the first differing token.
     n = min(steps, same + 1)
@@ -152,8 +153,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json")
     ap.add_argument("--ops-dir", help="the operators' directory (default: ops/ beside this file)")
+    ap.add_argument("--no-fold", action="store_true", help="the operators multiply by the RMSNorms' gains")
     a = ap.parse_args()
-    r = compare(a.model_dir, a.prompt_len, a.steps, a.seed, a.ops_dir)
+    r = compare(a.model_dir, a.prompt_len, a.steps, a.seed, a.ops_dir, not a.no_fold)
     text = json.dumps(r, indent=1)
     if a.json:
         with open(a.json, "w") as f:

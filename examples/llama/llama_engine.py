@@ -159,7 +159,10 @@ class Pending:
 class Engine:
     """The model on a gpuos runtime: its buffers, its operators and a step graph per row count.
 
-    `slots` sequences can be in flight, each up to `max_pos` tokens. Operators are loaded from `ops_dir`
+    `slots` sequences can be in flight, each up to `max_pos` tokens. `fold_norms`: the RMSNorms' gains
+    are multiplied into the weights of the projections that follow them at load (a tied LM head gets a
+    copy of the embedding for that), so that the operators multiply no input by a gain; False: the
+    operators do (llama::Input). Operators are loaded from `ops_dir`
     (None: OPS_DIR, the ops/ beside this file; the runtime's watcher may reload them there while serving:
     the graphs name operators by id, so a new generation's code runs from the next launch on). Not
     thread-safe: one caller runs steps.
@@ -167,7 +170,7 @@ class Engine:
 
     def __init__(self, rt: gpuos.Runtime, model_dir: str | os.PathLike, *, slots: int = 8, max_pos: int = 1024,
                  chunk: int = 64, keep_logits: bool = False, load_ops: bool = True,
-                 ops_dir: str | os.PathLike | None = None):
+                 ops_dir: str | os.PathLike | None = None, fold_norms: bool = True):
         import torch
         from safetensors.torch import load_file
 
@@ -191,21 +194,27 @@ class Engine:
                 raise ValueError(f"{name}: {t.dtype}, expected bfloat16")
             return t.contiguous()
 
+        def fold(t: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:
+            """t's columns times an RMSNorm's gains (rounded to bf16), when the gains are folded."""
+            return (t.float() * gain.float()).to(bf).contiguous() if fold_norms else t
+
+        self.fold_norms = fold_norms
         self.emb = get("model.embed_tokens.weight")
-        self.head = self.emb if cfg.tied or "lm_head.weight" not in w else get("lm_head.weight")
         self.final_norm = get("model.norm.weight")
+        self.head = fold(self.emb if cfg.tied or "lm_head.weight" not in w else get("lm_head.weight"), self.final_norm)
         self.layers = []
         for i in range(cfg.layers):
             p = f"model.layers.{i}."
+            norm1, norm2 = get(p + "input_layernorm.weight"), get(p + "post_attention_layernorm.weight")
             self.layers.append({
-                "qkv": torch.cat([get(p + "self_attn.q_proj.weight"), get(p + "self_attn.k_proj.weight"),
-                                  get(p + "self_attn.v_proj.weight")]).contiguous(),
+                "qkv": fold(torch.cat([get(p + "self_attn.q_proj.weight"), get(p + "self_attn.k_proj.weight"),
+                                       get(p + "self_attn.v_proj.weight")]), norm1),
                 "o": get(p + "self_attn.o_proj.weight"),
-                "gate": get(p + "mlp.gate_proj.weight"),
-                "up": get(p + "mlp.up_proj.weight"),
+                "gate": fold(get(p + "mlp.gate_proj.weight"), norm2),
+                "up": fold(get(p + "mlp.up_proj.weight"), norm2),
                 "down": get(p + "mlp.down_proj.weight"),
-                "norm1": get(p + "input_layernorm.weight"),
-                "norm2": get(p + "post_attention_layernorm.weight"),
+                "norm1": norm1,
+                "norm2": norm2,
             })
         del w
 
@@ -254,6 +263,10 @@ class Engine:
     def _tasks(self, R: int, buf: int) -> list[gpuos.Task]:
         c, op, P = self.cfg, self.op, _ptr
         kvh = self.kv[0].numel() * 2  # bytes of one layer's cache
+
+        def gain(t) -> int:  # an RMSNorm's gains for the operator, none where they are in the weights
+            return 0 if self.fold_norms else P(t)
+
         T = []
         T.append(gpuos.Task(op["llama_embed"], R, struct.pack(
             "<7Q", P(self.ctl[buf]), P(self.last), P(self.rows), P(self.emb), P(self.x), P(self.ss), P(self.dims))))
@@ -261,7 +274,7 @@ class Engine:
             kv = P(self.kv) + i * kvh
             qkv_rows = (c.heads + 2 * c.kv_heads) * HEAD_DIM
             T.append(gpuos.Task(op["llama_qkv"], qkv_rows // 16, struct.pack(
-                "<8QI4x", P(L["qkv"]), P(self.x), P(self.ss[2 * i]), P(L["norm1"]), P(self.q), kv, P(self.rows),
+                "<8QI4x", P(L["qkv"]), P(self.x), P(self.ss[2 * i]), gain(L["norm1"]), P(self.q), kv, P(self.rows),
                 P(self.dims), R)))
             T.append(gpuos.Task(op["llama_attn"], R * c.kv_heads * self.splits, struct.pack(
                 "<7QIIfI", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
@@ -270,12 +283,12 @@ class Engine:
                 "<4Q3I4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
                 R)))
             T.append(gpuos.Task(op["llama_swiglu"], c.inter // 8, struct.pack(
-                "<7QI4x", P(L["gate"]), P(L["up"]), P(self.x), P(self.ss[2 * i + 1]), P(L["norm2"]), P(self.mlp),
+                "<7QI4x", P(L["gate"]), P(L["up"]), P(self.x), P(self.ss[2 * i + 1]), gain(L["norm2"]), P(self.mlp),
                 P(self.dims), R)))
             T.append(gpuos.Task(op["llama_resid"], c.hidden // 16, struct.pack(
                 "<4Q3I4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R)))
         T.append(gpuos.Task(op["llama_logits"], c.vocab // 16, struct.pack(
-            "<10QI4x", P(self.head), P(self.x), P(self.ss[2 * c.layers]), P(self.final_norm),
+            "<10QI4x", P(self.head), P(self.x), P(self.ss[2 * c.layers]), gain(self.final_norm),
             P(self.logits) if self.logits is not None else 0, P(self.keys), P(self.out[buf]), P(self.last),
             P(self.rows), P(self.dims), R)))
         return T

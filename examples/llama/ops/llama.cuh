@@ -87,32 +87,37 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/// The input of a projection: rows of activations, optionally RMS-normalized on the fly. With `ss`, the
-/// sums of squares of each row in `parts` partial sums ([parts][kMaxRows], written by the operator that
-/// wrote the rows, one part per tile, and added here in a fixed order so that every step computes the
-/// same bits), element k of row r becomes bf16(bf16(x * rsqrt(ss[r] / K + eps)) * gain[k]), the
-/// reference's LlamaRMSNorm.
+/// The input of a projection: rows of activations, optionally RMS-normalized. With `ss`, the sums of
+/// squares of each row in `parts` partial sums ([parts][kMaxRows], written by the operator that wrote
+/// the rows, one part per tile, and added here in a fixed order so that every step computes the same
+/// bits), the projection of row r is rsqrt(ss[r] / K + eps) * sum_k W[k] bf16(x[k] * gain[k]): the
+/// reference's LlamaRMSNorm followed by the projection, with the row's scale applied to the sums instead
+/// of to each element (one rounding to bf16 per element instead of two), so that no element waits for
+/// the scale, and the scale's round trip overlaps the products.
 struct Input {
   const bf16* x;      ///< [R][K]
   const float* ss;    ///< nullptr: no normalization
-  const bf16* gain;   ///< [K]
+  const bf16* gain;   ///< [K], or nullptr: folded into the weights (W[k] gain[k])
   unsigned K;
   unsigned R;
   float eps;
   unsigned parts;
 };
 
-/// The RMSNorm scale of row g, rsqrt(sum of squares / K + eps), from the row's `parts` partial sums
-/// ([parts][kMaxRows]) added by the whole block in one round trip: thread i adds the float4s i, i + 256,
-/// ... (part i / 2, rows 4 (i % 2) to 4 (i % 2) + 3), each warp folds its lanes of one parity with
-/// shuffles, and the 8 warps' sums meet in `red` (64 floats), added in warp order: a fixed order, so
-/// every step computes the same bits. All threads enter.
-__device__ __forceinline__ float block_row_scale(const Input& in, unsigned g, float* red) {
+/// The RMSNorm scales of a step's rows from `parts` partial sums ([parts][kMaxRows]), in three steps so
+/// that their round trip overlaps other work: row_sums_load asks for thread i's float4 (part i / 2, rows
+/// 4 (i % 2) to 4 (i % 2) + 3); row_sums_fold adds the float4s i + 256, ... (if any), folds each warp's
+/// lanes of one parity with shuffles and writes the warp's 8 sums to `red` (64 floats); after a barrier,
+/// row_scale adds the 8 warps' sums of row r in warp order (a fixed order: every step computes the same
+/// bits). All threads enter the first two.
+__device__ __forceinline__ float4 row_sums_load(const Input& in) {
+  return threadIdx.x < in.parts * 2u ? __ldcg(reinterpret_cast<const float4*>(in.ss) + threadIdx.x)
+                                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+}
+__device__ __forceinline__ void row_sums_fold(const Input& in, float4 v, float* red) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const float4* p = reinterpret_cast<const float4*>(in.ss);
-  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
-  for (unsigned i = threadIdx.x; i < in.parts * 2u; i += GPUOS_BLOCK_THREADS) {
+  for (unsigned i = threadIdx.x + GPUOS_BLOCK_THREADS; i < in.parts * 2u; i += GPUOS_BLOCK_THREADS) {
     const float4 x = __ldcg(p + i);
     v.x += x.x;
     v.y += x.y;
@@ -127,10 +132,11 @@ __device__ __forceinline__ float block_row_scale(const Input& in, unsigned g, fl
     v.w += __shfl_xor_sync(0xffffffffu, v.w, o);
   }
   if (lane < 2u) reinterpret_cast<float4*>(red)[warp * 2u + lane] = v;
-  __syncthreads();
+}
+__device__ __forceinline__ float row_scale(const Input& in, unsigned r, const float* red) {
   float s = 0.0f;
 #pragma unroll
-  for (unsigned w = 0; w < kWarps; ++w) s += red[w * kMaxRows + g];
+  for (unsigned w = 0; w < kWarps; ++w) s += red[w * kMaxRows + r];
   return rsqrtf(s / static_cast<float>(in.K) + in.eps);
 }
 
@@ -156,9 +162,10 @@ struct RowPair {
 /// A lane asks for a round's weights (kAhead blocks of 32 k, 8 registers each) before it computes the
 /// round before, so a round is always in flight. The first tile's first round is asked for before the
 /// operator awaits its inputs (gpuos::await_inputs: the operators are GPUOS_OP_AWAITS_INPUTS, so in a
-/// step's graph it is on its way while the node before finishes) and before the RMSNorm's sums, whose
-/// round trips it overlaps; each next tile's first round is asked for during the last round of the tile
-/// before, so it is in flight through that tile's reduction over warps and its epilogue. Returns
+/// step's graph it is on its way while the node before finishes); the RMSNorm's sums are asked for
+/// after the await and added in the first tile's reduction (Input); each next tile's first round is
+/// asked for during the last round of the tile before, so it is in flight through that tile's reduction
+/// over warps and its epilogue. `out` holds the sums scaled by the rows' RMSNorm scales. Returns
 /// without calling `epilogue` when the task must not run (a task before it failed). Uses 4 KiB of `smem`
 /// for the reduction over warps, 512 B after it for `out` and 256 B after that for the sums; all
 /// threads enter.
@@ -188,23 +195,25 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Rows r
   if (k0 < in.K) load(a, b, w, k0);
   // Nothing above reads what another task writes.
   if (!gpuos::await_inputs()) return;
-  const float rs = in.ss ? block_row_scale(in, g, smem + kWarps * 32u * 4u + 16u * kMaxRows) : 1.0f;
+  // The RMSNorm's sums, in flight through the first tile's products.
+  const float4 ss = in.ss ? row_sums_load(in) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float* const sums = smem + kWarps * 32u * 4u + 16u * kMaxRows;
+  float rs = 1.0f;  // the scale of the step row whose sums this thread adds (threads < 128)
 
   xrow += t * 8u;
   const bf16* gain = in.gain ? in.gain + t * 8u : nullptr;
   float c[4];
-  // One 32-wide block of k: this lane's 8 inputs of row g (zero past R), normalized when asked.
+  // One 32-wide block of k: this lane's 8 inputs of row g (zero past R), times the gains if given.
   auto step = [&](const uint4& wa, const uint4& wb, unsigned kk) {
     uint4 xv = make_uint4(0u, 0u, 0u, 0u);
     if (has_row) {
       xv = *reinterpret_cast<const uint4*>(xrow + kk);
-      if (in.ss) {
+      if (gain) {
         const uint4 gv = *reinterpret_cast<const uint4*>(gain + kk);
         unsigned* xp = &xv.x;
         const unsigned* gp = &gv.x;
-        // bf16(bf16(x rs) gain) per element: x rs in fp32 rounded in pairs, then one bf16 multiply.
 #pragma unroll
-        for (int j = 0; j < 4; ++j) xp[j] = mul_bf16x2(pack2(lo2f(xp[j]) * rs, hi2f(xp[j]) * rs), gp[j]);
+        for (int j = 0; j < 4; ++j) xp[j] = mul_bf16x2(xp[j], gp[j]);
       }
     }
     mma_bf16(c, wa.x, wb.x, wa.y, wb.y, xv.x, xv.y);
@@ -239,6 +248,7 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Rows r
     // epilogue before read `out` before this barrier, and the reduction before read `red` before the
     // barrier that ended it.
     red[warp * 32u + lane] = make_float4(c[0], c[1], c[2], c[3]);
+    if (in.ss && j == first) row_sums_fold(in, ss, sums);
     __syncthreads();
     if (threadIdx.x < 128u) {
       const unsigned l = threadIdx.x >> 2, comp = threadIdx.x & 3u;
@@ -246,7 +256,8 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Rows r
 #pragma unroll
       for (unsigned v = 0; v < kWarps; ++v) s += smem[(v * 32u + l) * 4u + comp];
       const unsigned row = (l >> 2) + 8u * (comp >> 1), col = 2u * (l & 3u) + (comp & 1u);
-      out[row * kMaxRows + col] = s;
+      if (in.ss && j == first) rs = row_scale(in, col, sums);
+      out[row * kMaxRows + col] = s * rs;
     }
     __syncthreads();
     epilogue(j, static_cast<const float*>(out));
