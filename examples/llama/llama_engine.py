@@ -7,13 +7,17 @@ resident kernel's grid:
     embed -> [qkv -> attn -> o_proj -> swiglu -> down] x layers -> logits
 
 RMSNorms are folded into the projections that read them (llama_resid writes partial sums of squares of
-the rows it writes, the next projection adds them up), rotary embeddings and the KV-cache writes into llama_qkv, and the token choice into
-llama_logits. The host writes the rows into mapped memory, launches the graph of that row count, waits
-and reads the chosen tokens from mapped memory: one submission and one wait per step. Decode rows of
-several requests, and prompt tokens (prefill, up to 8 consecutive positions per step), mix freely in a
-step, since attention reads each row's own slot up to its own position.
+the rows it writes, the next projection adds them up and scales its sums; the norms' gains are
+multiplied into that projection's weights at load), rotary embeddings and the KV-cache writes into
+llama_qkv, and the token choice into llama_logits. The host writes the rows into mapped memory, launches
+the graph of that row count and reads the chosen tokens from mapped memory: one submission and one wait
+per step. A step may be launched while the one before runs (step_async), its rows' tokens taken on the
+device from the one before's choices, so that the GPU does not wait for the host between steps. Decode
+rows of several requests, and prompt tokens (prefill, up to 8 consecutive positions per step), mix
+freely in a step, since attention reads each row's own slot up to its own position.
 
-Torch holds the buffers (the weights stay the tensors safetensors loaded) and computes nothing here.
+Torch holds the buffers (the weights are the tensors safetensors loaded, or their products with the
+norms' gains) and computes nothing while steps run.
 
 The operators are loaded in one generation whose dispatch loops inline their tiles (GPUOS_INLINE_OPERATORS,
 docs/configuration.md): importing this module turns it on for runtimes created afterwards unless the

@@ -6,7 +6,9 @@
 // a launch may hold the decode tokens of up to 8 requests, or up to 8 consecutive prompt tokens of one
 // (prefill), or a mix. Activations are bf16 row-major [R][width]; weights bf16 row-major [out][in], as
 // torch.nn.Linear stores them. Where the reference model rounds to bf16 (every tensor op in bf16), the
-// operators round at the same points, so the remaining difference is the order of fp32 sums.
+// operators round at the same points, except in an RMSNorm followed by a projection (Input): there the
+// row's scale multiplies the projection's fp32 sums instead of each element, and the norm's gains are
+// multiplied into the projection's weights (the engine does that at load) or into the inputs.
 #pragma once
 
 #include "gpuos/op.cuh"

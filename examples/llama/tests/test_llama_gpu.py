@@ -11,8 +11,9 @@ from llama_engine import Engine  # noqa: E402
 from server import Request, Scheduler  # noqa: E402
 
 
-def test_tiny_model_matches_transformers(tiny_model):
-    r = check_reference.compare(tiny_model, prompt_len=32, steps=64)
+@pytest.mark.parametrize("fold_norms", [True, False], ids=["gains_in_weights", "gains_in_operators"])
+def test_tiny_model_matches_transformers(tiny_model, fold_norms):
+    r = check_reference.compare(tiny_model, prompt_len=32, steps=64, fold_norms=fold_norms)
     assert r["same_tokens"] >= 32, r
     assert r["ok_err"] and r["ok_step"], r
 
