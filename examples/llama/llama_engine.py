@@ -166,10 +166,9 @@ class Engine:
     `slots` sequences can be in flight, each up to `max_pos` tokens. `fold_norms`: the RMSNorms' gains
     are multiplied into the weights of the projections that follow them at load (a tied LM head gets a
     copy of the embedding for that), so that the operators multiply no input by a gain; False: the
-    operators do (llama::Input). Operators are loaded from `ops_dir`
-    (None: OPS_DIR, the ops/ beside this file; the runtime's watcher may reload them there while serving:
-    the graphs name operators by id, so a new generation's code runs from the next launch on). Not
-    thread-safe: one caller runs steps.
+    operators do (llama::Input). Operators are loaded from `ops_dir` (None: OPS_DIR, the ops/ beside this
+    file; the runtime's watcher may reload them there while serving: the graphs name operators by id, so
+    a new generation's code runs from the next launch on). Not thread-safe: one caller runs steps.
     """
 
     def __init__(self, rt: gpuos.Runtime, model_dir: str | os.PathLike, *, slots: int = 8, max_pos: int = 1024,
@@ -238,7 +237,8 @@ class Engine:
         self.rows = torch.zeros(R, ROW.size // 4, dtype=torch.int32, **z)
         # The last step's logits (keep_logits): the next step overwrites them, and torch's stream is not
         # ordered with the resident kernel (a torch copy enqueued now runs when the kernel next exits,
-        # after later steps), so copy them to the host (which waits) before the next step.
+        # after later steps), so copy them to the host (which waits) before launching the next step
+        # (step, or step_async after Pending.result()).
         self.logits = torch.zeros(R, cfg.vocab, dtype=torch.float32, **z) if keep_logits else None
         dims = DIMS.pack(H, NH, KVH, cfg.inter, cfg.vocab, cfg.layers, max_pos, slots, cfg.eps, 0.0,
                          *cfg.inv_freq())
