@@ -166,9 +166,9 @@ __device__ __forceinline__ unsigned long long claim_issue(unsigned long long* wo
 /// context, its tile the batch's highest, and its count); then claims of claims->take tiles (later about
 /// (tiles left) / (spread x grid), clamped to [1, claims->max]), each issued as the previous batch starts
 /// while a grid's worth of tiles is unclaimed (after it, once fewer are), until a claim finds no tile or
-/// takes the last ones. The claim word's high half is the task's remaining tile count (TileClaims::word); a claim that saw `rem` > 0
-/// owns tiles rem - 1 down to rem - got. The claim's result register is first read after the batch:
-/// the tiles run while it is in flight.
+/// takes the last ones. The claim word's high half is the task's remaining tile count (TileClaims::word);
+/// a claim that saw `rem` > 0 owns tiles rem - 1 down to rem - got. The claim's result register is first
+/// read after the batch: the tiles run while it is in flight.
 template <class Batch>
 __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned int count, TileClaims* claims,
                                                     Batch batch) {

@@ -52,8 +52,7 @@ __device__ __forceinline__ bf16 f2bf(float f) {
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
   return r;
 }
-/// The bf16 pairs a * b, each product rounded once (as a bf16 multiply rounds: the product of two bf16
-/// is exact in fp32, so this equals pack2(rbf(lo(a) lo(b)), rbf(hi(a) hi(b)))): one fma with -0.
+/// The bf16 pairs a * b, each product rounded once, as a bf16 multiply rounds: one fma with -0.
 __device__ __forceinline__ unsigned mul_bf16x2(unsigned a, unsigned b) {
   unsigned r;
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
@@ -61,12 +60,6 @@ __device__ __forceinline__ unsigned mul_bf16x2(unsigned a, unsigned b) {
 }
 /// f rounded to bf16, as a float: what a bf16 tensor op stores.
 __device__ __forceinline__ float rbf(float f) { return bf2f(f2bf(f)); }
-/// Two floats as a bf16 pair (lo in the low half).
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  unsigned r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
 
 /// Weights stream through once per step: keep them out of L1, which holds the activations, and have L2
 /// fetch the 256 bytes around a miss (a warp reads 128 of a row a round, the next warp the next 128: 1% a
@@ -79,8 +72,6 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
                : "l"(p));
   return v;
 }
-/// A word written by atomics of other blocks in this step: read from L2, never a stale L1 line.
-__device__ __forceinline__ float ld_l2(const float* p) { return __ldcg(p); }
 
 __device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                          unsigned b0, unsigned b1) {
