@@ -23,12 +23,12 @@ int attr(CUdevice d, CUdevice_attribute a) {
   return v;
 }
 
-/// Gives the resident kernel just the shared memory its GPUOS_MIN_BLOCKS_PER_SM blocks need and the rest
-/// of each SM's unified memory as L1. Operators are called through the jump table, and a callee saves
-/// and restores the registers it uses through the stack on every call: with the driver's default
-/// carve-out (100 KB of shared memory on an H100), that stack traffic spills from L1 to L2 and DRAM
-/// (docs/benchmarks.md, Large task).
-CUresult prefer_l1(CUfunction fn, CUdevice d) {
+/// Gives the resident kernel just the shared memory its GPUOS_MIN_BLOCKS_PER_SM blocks need (with `stage`
+/// bytes of stage memory each) and the rest of each SM's unified memory as L1. Operators are called
+/// through the jump table, and a callee saves and restores the registers it uses through the stack on
+/// every call: with the driver's default carve-out (100 KB of shared memory on an H100), that stack
+/// traffic spills from L1 to L2 and DRAM (docs/benchmarks.md, Large task).
+CUresult prefer_l1(CUfunction fn, CUdevice d, std::uint32_t stage) {
   int smem = 0, reserved = 0, per_sm_max = 0;
   CUresult r = drv().cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
   if (r == CUDA_SUCCESS)
@@ -36,9 +36,20 @@ CUresult prefer_l1(CUfunction fn, CUdevice d) {
   if (r == CUDA_SUCCESS)
     r = drv().cuDeviceGetAttribute(&per_sm_max, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d);
   if (r != CUDA_SUCCESS || per_sm_max <= 0) return r;
-  const long long need = static_cast<long long>(smem + reserved) * GPUOS_MIN_BLOCKS_PER_SM;
+  const long long need = (static_cast<long long>(smem) + stage + reserved) * GPUOS_MIN_BLOCKS_PER_SM;
   const long long pct = std::min<long long>(100, (need * 100 + per_sm_max - 1) / per_sm_max);
   return drv().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, static_cast<int>(pct));
+}
+
+/// A kernel's own (static) shared memory per block and the most a block may have on the device.
+struct SharedRoom {
+  int own = 0, optin = 0;
+};
+CUresult shared_room(CUfunction fn, CUdevice d, SharedRoom& room) {
+  CUresult r = drv().cuFuncGetAttribute(&room.own, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
+  if (r == CUDA_SUCCESS)
+    r = drv().cuDeviceGetAttribute(&room.optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d);
+  return r;
 }
 
 }  // namespace
@@ -71,6 +82,8 @@ void validate_options(const gpuos_options& o) {
     fail(GPUOS_ERR_INVALID_ARG,
          "gpuos_options.deadline_ms must be 0 (no watchdog) or at least " + std::to_string(GPUOS_MIN_DEADLINE_MS) +
              ", got " + std::to_string(o.deadline_ms));
+  if (o.stage_bytes % 16 != 0)
+    fail(GPUOS_ERR_INVALID_ARG, "gpuos_options.stage_bytes must be a multiple of 16, got " + std::to_string(o.stage_bytes));
   if (o.heap_flags & ~GPUOS_HEAP_CHECKED)
     fail(GPUOS_ERR_INVALID_ARG, "heap_flags has unknown bits: " + std::to_string(o.heap_flags));
   for (const char* d : {o.cache_dir, o.include_dir, o.cccl_dir})
@@ -147,8 +160,14 @@ Image load_boot_image() {
 CUresult blocks_per_sm(CUfunction fn, const gpuos_options& o, const common::Config& cfg, int& per_sm) {
   CUdevice d = 0;
   CUresult r = drv().cuDeviceGet(&d, o.device);
-  if (r == CUDA_SUCCESS && cfg.carveout == "l1") r = prefer_l1(fn, d);
-  if (r == CUDA_SUCCESS) r = drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, GPUOS_BLOCK_THREADS, 0);
+  SharedRoom room;
+  if (r == CUDA_SUCCESS) r = shared_room(fn, d, room);
+  if (r == CUDA_SUCCESS && static_cast<long long>(room.own) + o.stage_bytes > room.optin) r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    r = drv().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(o.stage_bytes));
+  if (r == CUDA_SUCCESS && cfg.carveout == "l1") r = prefer_l1(fn, d, o.stage_bytes);
+  if (r == CUDA_SUCCESS)
+    r = drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, GPUOS_BLOCK_THREADS, o.stage_bytes);
   if (r == CUDA_SUCCESS && o.blocks_per_sm != 0) per_sm = std::min<int>(per_sm, static_cast<int>(o.blocks_per_sm));
   return r;
 }
@@ -161,9 +180,18 @@ std::uint32_t grid_of(int per_sm, const gpuos_options& o, const gpuos_device_inf
 
 std::uint32_t launch_geometry(CUfunction fn, const gpuos_options& o, const common::Config& cfg, gpuos_device_info& info) {
   int per_sm = 0;
-  GPUOS_CU_TRY(blocks_per_sm(fn, o, cfg, per_sm));
+  const CUresult r = blocks_per_sm(fn, o, cfg, per_sm);
+  SharedRoom room;
+  CUdevice d = 0;
+  if (r == CUDA_ERROR_INVALID_VALUE && o.stage_bytes != 0 && drv().cuDeviceGet(&d, o.device) == CUDA_SUCCESS &&
+      shared_room(fn, d, room) == CUDA_SUCCESS && static_cast<long long>(room.own) + o.stage_bytes > room.optin)
+    fail(GPUOS_ERR_INVALID_ARG, "gpuos_options.stage_bytes " + std::to_string(o.stage_bytes) +
+                                    " does not fit: a block of the resident kernel may have " + std::to_string(room.optin) +
+                                    " bytes of shared memory on this device and uses " + std::to_string(room.own) + " itself");
+  GPUOS_CU_TRY(r);
   const std::uint32_t grid = grid_of(per_sm, o, info);
   info.blocks_per_sm = per_sm;
+  info.stage_bytes = static_cast<std::int32_t>(o.stage_bytes);
   info.grid_blocks = static_cast<int32_t>(grid);
   if (grid == 0)
     fail(GPUOS_ERR_UNSUPPORTED, "the resident kernel needs at least 2 co-resident blocks (front end + worker); "

@@ -18,6 +18,7 @@ struct Image {
   CUfunction kernel = nullptr;
   std::uint32_t grid = 0;
   std::size_t bytes = 0;  ///< of the cubin (what a switch loads)
+  std::uint32_t stage = 0;  ///< dynamic shared memory a launch gives each block (gpuos_options.stage_bytes)
 };
 
 /// Throws Failure(GPUOS_ERR_INVALID_ARG) naming the first bad field of `o`.
@@ -60,13 +61,14 @@ Image load_boot_image();
 /// GPUOS_SM_BUDGET).
 gpuos_options with_config_defaults(gpuos_options o, const common::Config& cfg);
 
-/// The carve-out and occupancy of an image's kernel under the options: blocks per SM, at most
-/// o.blocks_per_sm when set. Returns the driver's result instead of throwing (a switch reacts to it).
+/// The carve-out, stage memory and occupancy of an image's kernel under the options: blocks per SM, at
+/// most o.blocks_per_sm when set. Returns the driver's result instead of throwing (a switch reacts to
+/// it): CUDA_ERROR_INVALID_VALUE when o.stage_bytes does not fit beside the kernel's own shared memory.
 CUresult blocks_per_sm(CUfunction fn, const gpuos_options& o, const common::Config& cfg, int& per_sm);
 /// The grid for `per_sm` blocks per SM on the SMs the budget allows (at least 2 blocks, else 0).
 std::uint32_t grid_of(int per_sm, const gpuos_options& o, const gpuos_device_info& info);
-/// Both, for boot: fills info.blocks_per_sm and info.grid_blocks; throws Failure when the kernel does
-/// not fit 2 co-resident blocks.
+/// Both, for boot: fills info.blocks_per_sm, info.grid_blocks and info.stage_bytes; throws Failure when
+/// the stage memory does not fit or the kernel does not fit 2 co-resident blocks.
 std::uint32_t launch_geometry(CUfunction fn, const gpuos_options& o, const common::Config& cfg, gpuos_device_info& info);
 
 /// gpuos_query_device: the device and the grid, without booting.

@@ -100,6 +100,8 @@ Generations::Jit& Generations::jit() {
   // NVRTC's automatic precompiled header: sources that begin with the same includes (gpuos/op.cuh)
   // parse them once per process (~35 ms instead of ~450 ms a compile on the build machine).
   j->copts.extra_options = {"-pch", "-pch-messages=false"};
+  // An operator that needs more stage memory than this runtime gives can refuse to compile (gpuos/op.cuh).
+  j->copts.defines = {"GPUOS_STAGE_BYTES=" + std::to_string(opts_.stage_bytes) + "u"};
   j->lopts.arch = GPUOS_CUDA_ARCH;
   // Operators run inside the resident kernel: compiled within its register budget (gpuos/limits.h).
   j->lopts.extra_options = {"-maxrregcount=" + std::to_string(GPUOS_MAX_REGISTERS)};
@@ -154,7 +156,7 @@ void Generations::switch_image(const std::vector<char>* cubin, gpuos_generation&
     CUresult r = pending->result();
     // A load still busy on the host when the kernel stopped lengthened the pause by that much.
     if (running) images.adapt_load_lead(pending->returned() - stopped);
-    Image next{m, nullptr, 0, cubin->size()};
+    Image next{m, nullptr, 0, cubin->size(), opts_.stage_bytes};
     int per_sm = 0;
     if (r == CUDA_SUCCESS) r = drv().cuModuleGetFunction(&next.kernel, m, "gpuos_main");
     if (r == CUDA_SUCCESS) r = blocks_per_sm(next.kernel, opts_, cfg_, per_sm);

@@ -125,7 +125,7 @@ void ResidentKernel::launch_locked() {
   lp.abi_version = GPUOS_ABI_VERSION;
   lp.heap = heap_;
   void* args[] = {&lp};
-  GPUOS_CU_TRY(drv().cuLaunchCooperativeKernel(img.kernel, img.grid, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, 0, stream_, args));
+  GPUOS_CU_TRY(drv().cuLaunchCooperativeKernel(img.kernel, img.grid, 1, 1, GPUOS_BLOCK_THREADS, 1, 1, img.stage, stream_, args));
   ++launches_;
   // Every block is resident and the front end runs once it writes started_run (after its grid sync).
   // A start takes tens of microseconds: the wait spins first (a generation switch pauses serving

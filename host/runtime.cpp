@@ -55,6 +55,7 @@ Runtime::Runtime(const gpuos_options& o) : opts_(without_strings(o)), cfg_(confi
     Image boot = load_boot_image();
     try {
       boot.grid = launch_geometry(boot.kernel, opts_, cfg_, dev_.info);
+      boot.stage = opts_.stage_bytes;
     } catch (...) {
       drv().cuModuleUnload(boot.module);
       throw;

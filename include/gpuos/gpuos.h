@@ -60,6 +60,11 @@ typedef struct gpuos_options {
                             * stay free for other work. */
   uint32_t queue_capacity; /* ring slots, a power of two in [64, 2^22]; default 65536 */
   uint32_t blocks_per_sm;  /* 0 = as many as the occupancy calculator allows */
+  /* Shared memory each block of the resident kernel gives operators beside GPUOS_TILE_SMEM_BYTES, for
+   * data they stream through the block (gpuos::stage in gpuos/op.cuh): a multiple of 16, at most what an
+   * SM can give one block beside the kernel's own (about 220 KiB on an H100); default 0. It counts in
+   * the occupancy: on an H100, 2 blocks per SM fit up to about 100 KiB each. */
+  uint32_t stage_bytes;
   /* Sharing the GPU with other CUDA code in the process (docs/design.md, "Sharing the GPU"). A kernel
    * that never ends makes the driver calls that wait for an idle device wait for ever: a device
    * synchronization, cudaFree, a module load (a framework's lazily loaded kernels). So the resident
@@ -288,7 +293,7 @@ typedef struct gpuos_device_info {
   int32_t block_threads;
   uint64_t total_mem;
   int32_t driver_version;  /* e.g. 13000 */
-  int32_t reserved;
+  int32_t stage_bytes;     /* gpuos_options.stage_bytes: each block's stage memory */
 } gpuos_device_info;
 
 /* Describes the device and the grid gpuos would launch with these options, without booting. */
@@ -484,7 +489,7 @@ GPUOS_API const char* gpuos_build_info(void);
 #ifdef __cplusplus
 }
 /* The ABI's structs on LP64 (Linux x86-64 and aarch64): a layout change is an ABI change. */
-static_assert(sizeof(gpuos_options) == 72, "ABI");
+static_assert(sizeof(gpuos_options) == 80, "ABI");
 static_assert(sizeof(gpuos_task) == 24, "ABI");
 static_assert(sizeof(gpuos_stats) == 48, "ABI");
 static_assert(sizeof(gpuos_heap_stats) == 120, "ABI");

@@ -110,6 +110,8 @@ struct Options : gpuos_options {
   Options& with_device(int d) { device = d; return *this; }
   Options& with_sm_budget(std::uint32_t s) { sm_budget = s; return *this; }
   Options& with_queue_capacity(std::uint32_t c) { queue_capacity = c; return *this; }
+  /// Each block's stage memory for operators, in bytes (gpuos_options.stage_bytes, gpuos::stage).
+  Options& with_stage(std::uint32_t bytes) { stage_bytes = bytes; return *this; }
   /// How long the kernel stays resident under load, and idle, before it leaves the GPU (gpuos_options
   /// slice_us, park_us; 0 = never).
   Options& with_residency(std::uint32_t slice, std::uint32_t park) {

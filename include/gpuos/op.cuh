@@ -94,6 +94,25 @@ extern "C" __device__ unsigned int gpuos_await_inputs();
 
 namespace gpuos {
 
+/// The block's stage memory: gpuos_options.stage_bytes of shared memory (16-byte aligned) that only
+/// operators use, beside ctx.smem. It is the operator's for the whole of each call of its tile or range
+/// function; what it holds when a call starts is undefined, and asynchronous copies into it must have
+/// landed when the call returns. For data an operator streams through the block, such as weights copied
+/// in (cp.async) several rounds before they are used: the copies of a range function's first rounds may
+/// start before it awaits its inputs. A runtime compiles its operators with GPUOS_STAGE_BYTES defined to
+/// its stage_bytes, so that an operator that needs more can refuse to compile (a static_assert) and the
+/// version before keeps serving.
+struct Stage {
+  void* base;
+  unsigned int bytes;  ///< 0 when the runtime was booted without stage memory
+};
+__device__ inline Stage stage() {
+  extern __shared__ __align__(16) unsigned char gpuos_stage_memory[];
+  unsigned int bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return Stage{gpuos_stage_memory, bytes};
+}
+
 /// For an operator declared with GPUOS_OP_AWAITS_INPUTS: returns once the task's inputs are complete
 /// (the results of the tasks it depends on are visible to the whole block), true when the task is to
 /// run, false when one of those tasks failed or did not run: the tile must then return without writing

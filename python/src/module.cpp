@@ -159,6 +159,7 @@ gpuos::Options options_of(const nb::kwargs& kw, OptionStrings& keep) {
     else if (key == "sm_budget") o.sm_budget = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "queue_capacity") o.queue_capacity = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "blocks_per_sm") o.blocks_per_sm = option_value<std::uint32_t>(key, v, "an int >= 0");
+    else if (key == "stage_bytes") o.stage_bytes = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "slice_us") o.slice_us = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "park_us") o.park_us = option_value<std::uint32_t>(key, v, "an int >= 0");
     else if (key == "deadline_ms") o.deadline_ms = option_value<std::uint32_t>(key, v, "an int >= 0");
@@ -217,6 +218,7 @@ nb::dict device_dict(const gpuos::DeviceInfo& i) {
   d["block_threads"] = i.block_threads;
   d["total_mem"] = i.total_mem;
   d["driver_version"] = i.driver_version;
+  d["stage_bytes"] = i.stage_bytes;
   return d;
 }
 
@@ -489,7 +491,7 @@ NB_MODULE(_gpuos, m) {
 
   nb::class_<PyRuntime>(m, "Runtime", nb::is_weak_referenceable(),
                         "A resident kernel on one GPU. Options as keywords: device, sm_budget, queue_capacity, "
-                        "blocks_per_sm, slice_us, park_us, deadline_ms, heap_bytes, heap_arenas, heap_checked, cache_dir, include_dir, "
+                        "blocks_per_sm, stage_bytes, slice_us, park_us, deadline_ms, heap_bytes, heap_arenas, heap_checked, cache_dir, include_dir, "
                         "cccl_dir (gpuos/gpuos.h, docs/configuration.md). Use it as a context manager, or call close().")
       .def(nb::new_([](const nb::kwargs& kw) {
         OptionStrings keep;

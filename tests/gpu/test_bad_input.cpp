@@ -170,6 +170,79 @@ TEST_CASE("an SM budget launches fewer blocks; GPUOS_SM_BUDGET is the default an
 }
 
 namespace {
+struct StageProbeArgs {
+  const unsigned* pattern;  // [GPUOS_BLOCK_THREADS * 4]
+  unsigned* out;            // [tiles][2]: the stage's size, the mismatches the tile found
+};
+// Every thread copies its 16 B of a pattern in global memory over and over into its part of the stage
+// memory with cp.async, the block waits at a barrier, and each thread checks its neighbour's part: the
+// stage is shared memory of the block, its whole size usable.
+const char* const kStageProbe = R"(#include "gpuos/op.cuh"
+struct StageProbeArgs { const unsigned* pattern; unsigned* out; };
+__device__ void stage_probe_tile(const StageProbeArgs& a, const gpuos::TileCtx& c) {
+  const gpuos::Stage st = gpuos::stage();
+  unsigned* words = static_cast<unsigned*>(st.base);
+  const unsigned n = st.bytes / 4u, per = n / GPUOS_BLOCK_THREADS;  // words per thread, a multiple of 4
+  unsigned bad = 0;
+  for (unsigned w = 0; w < per; w += 4u) {
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(words + threadIdx.x * per + w));
+    const unsigned* from = a.pattern + threadIdx.x * 4u;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(from) : "memory");
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  __syncthreads();
+  const unsigned other = (threadIdx.x + 1u) % GPUOS_BLOCK_THREADS;
+  for (unsigned w = 0; w < per; ++w)
+    if (words[other * per + w] != a.pattern[other * 4u + w % 4u]) ++bad;
+  __syncthreads();
+  if (threadIdx.x == 0) a.out[2u * c.tile] = st.bytes;
+  atomicAdd(a.out + 2u * c.tile + 1u, bad);
+}
+GPUOS_OPERATOR(stage_probe, StageProbeArgs, stage_probe_tile)
+)";
+}  // namespace
+
+TEST_CASE("stage memory: each block's operators get the bytes the options ask for; too much is a clear error") {
+  Options bad;
+  bad.stage_bytes = 1000;  // not a multiple of 16
+  CHECK_THROWS_WITH_AS(Runtime{bad}, doctest::Contains("stage_bytes must be a multiple of 16"), Error);
+  Options huge;
+  huge.stage_bytes = 1u << 20;
+  CHECK_THROWS_WITH_AS(query_device(huge), doctest::Contains("stage_bytes 1048576 does not fit"), Error);
+
+  Options o;
+  o.stage_bytes = 96u << 10;
+  const DeviceInfo info = query_device(o);
+  CHECK(info.stage_bytes == static_cast<std::int32_t>(o.stage_bytes));
+  CHECK(info.blocks_per_sm >= 1);
+  const std::uint32_t tiles = 4 * static_cast<std::uint32_t>(info.grid_blocks);
+  support::DeviceArray<unsigned> out((test::use_device(), 2 * tiles)), pattern(GPUOS_BLOCK_THREADS * 4);
+  std::vector<unsigned> words(GPUOS_BLOCK_THREADS * 4);
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = 0x9e3779b9u * static_cast<unsigned>(i + 1);
+  pattern.upload(words);
+  Runtime rt(o);
+  CHECK(rt.device_info().stage_bytes == static_cast<std::int32_t>(o.stage_bytes));
+  rt.load_operator_source("stage_probe", kStageProbe);
+  out.upload(std::vector<unsigned>(2 * tiles, 0u));
+  REQUIRE(rt.wait(rt.submit(Task::make(rt.op_id("stage_probe"), tiles, StageProbeArgs{pattern.get(), out.get()})), 30s));
+  const std::vector<unsigned> got = out.download();
+  unsigned wrong_size = 0, mismatches = 0;
+  for (std::uint32_t t = 0; t < tiles; ++t) {
+    wrong_size += got[2 * t] != o.stage_bytes;
+    mismatches += got[2 * t + 1];
+  }
+  CHECK(wrong_size == 0);
+  CHECK(mismatches == 0);
+  // Operators are compiled knowing the runtime's stage memory: one that needs more refuses to compile.
+  CHECK_THROWS_WITH_AS(rt.load_operator_source("stage_greedy", std::string(kStageProbe) +
+                                                                   "static_assert(GPUOS_STAGE_BYTES >= (200u << 10), "
+                                                                   "\"needs 200 KiB of stage memory\");\n"),
+                       doctest::Contains("needs 200 KiB of stage memory"), Error);
+  // The default runtime gives none.
+  CHECK(query_device().stage_bytes == 0);
+}
+
+namespace {
 struct DirTagArgs {
   float* y;
   float k;
