@@ -47,6 +47,22 @@ ROW = struct.Struct("<iiifI12x")  # llama::Row
 DIMS = struct.Struct("<8Iff32f")  # llama::Dims
 
 
+def tile_order(K: int) -> np.ndarray:
+    """Where a projection's weights come from in the order the operators stream them (ops/llama.cuh): for
+    a tile of 16 rows of K weights, element p of the tile's run takes element tile_order(K)[p] of its
+    rows in row-major order. Per round of 512 k (the last 256 k when K is not a multiple of 512), per
+    warp's 64 k, [u][lane = 4 g + t][8]: k 32 (u / 2) + 8 t + 0..7 of row g (u even) or 8 + g (u odd)."""
+    if K % 256:
+        raise ValueError(f"K {K} is not a multiple of 256")
+    x = np.arange(16 * K, dtype=np.int64).reshape(2, 8, K)  # (h, g): row 8 h + g
+    runs = []
+    for k0, k1 in ((0, K // 512 * 512), (K // 512 * 512, K)):
+        if k1 > k0:  # rounds of 8 parts (a last round of 256 k: 4)
+            p = x[..., k0:k1].reshape(2, 8, -1, min(8, (k1 - k0) // 64), 2, 4, 8)  # h g round w v t e
+            runs.append(p.transpose(2, 3, 4, 0, 1, 5, 6).reshape(-1))  # round w (v h) g t e: u = 2 v + h
+    return np.concatenate(runs)
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """The shape of the model, as a Hugging Face LlamaConfig (config.json) gives it."""
@@ -201,25 +217,41 @@ class Engine:
             """t's columns times an RMSNorm's gains (rounded to bf16), when the gains are folded."""
             return (t.float() * gain.float()).to(bf).contiguous() if fold_norms else t
 
+        orders: dict[int, torch.Tensor] = {}
+
+        def tiles(t: torch.Tensor) -> torch.Tensor:
+            """[tiles, 16, K] (a tile's rows in the order of its outputs) laid out as the operators stream
+            them (tile_order)."""
+            K = t.shape[-1]
+            if K not in orders:
+                orders[K] = torch.from_numpy(tile_order(K)).to(dev)
+            return t.reshape(-1, 16 * K)[:, orders[K]].reshape(-1)
+
         self.fold_norms = fold_norms
         self.emb = get("model.embed_tokens.weight")
         self.final_norm = get("model.norm.weight")
-        self.head = fold(self.emb if cfg.tied or "lm_head.weight" not in w else get("lm_head.weight"), self.final_norm)
+        head = self.emb if cfg.tied or "lm_head.weight" not in w else get("lm_head.weight")
+        self.head = tiles(fold(head, self.final_norm))  # tile j: rows 16 j .. 16 j + 15
         self.layers = []
+        H = cfg.hidden
         for i in range(cfg.layers):
             p = f"model.layers.{i}."
             norm1, norm2 = get(p + "input_layernorm.weight"), get(p + "post_attention_layernorm.weight")
+            qkv = fold(torch.cat([get(p + "self_attn.q_proj.weight"), get(p + "self_attn.k_proj.weight"),
+                                  get(p + "self_attn.v_proj.weight")]), norm1)
+            gate, up = fold(get(p + "mlp.gate_proj.weight"), norm2), fold(get(p + "mlp.up_proj.weight"), norm2)
             self.layers.append({
-                "qkv": fold(torch.cat([get(p + "self_attn.q_proj.weight"), get(p + "self_attn.k_proj.weight"),
-                                       get(p + "self_attn.v_proj.weight")]), norm1),
-                "o": get(p + "self_attn.o_proj.weight"),
-                "gate": fold(get(p + "mlp.gate_proj.weight"), norm2),
-                "up": fold(get(p + "mlp.up_proj.weight"), norm2),
-                "down": get(p + "mlp.down_proj.weight"),
+                # tile j: dimensions 8 (j % 4) + 0..7 of head j / 4, then their rotary partners 32 + ...
+                "qkv": tiles(qkv.reshape(-1, 2, 4, 8, H).transpose(1, 2)),
+                "o": tiles(get(p + "self_attn.o_proj.weight")),  # tile j: rows 16 j .. 16 j + 15
+                # tile j: gate rows 8 j .. 8 j + 7, then the same rows of up
+                "gate_up": tiles(torch.stack([gate.reshape(-1, 8, H), up.reshape(-1, 8, H)], 1)),
+                "down": tiles(get(p + "mlp.down_proj.weight")),
                 "norm1": norm1,
                 "norm2": norm2,
             })
-        del w
+            del qkv, gate, up
+        del w, head
 
         R, H, NH, KVH = MAX_ROWS, cfg.hidden, cfg.heads, cfg.kv_heads
         z = dict(device=dev)
@@ -287,7 +319,7 @@ class Engine:
                 "<4Q3I4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
                 R)))
             T.append(gpuos.Task(op["llama_swiglu"], c.inter // 8, struct.pack(
-                "<7QI4x", P(L["gate"]), P(L["up"]), P(self.x), P(self.ss[2 * i + 1]), gain(L["norm2"]), P(self.mlp),
+                "<6QI4x", P(L["gate_up"]), P(self.x), P(self.ss[2 * i + 1]), gain(L["norm2"]), P(self.mlp),
                 P(self.dims), R)))
             T.append(gpuos.Task(op["llama_resid"], c.hidden // 16, struct.pack(
                 "<4Q3I4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R)))

@@ -9,7 +9,7 @@
 #include "llama.cuh"
 
 struct LlamaLogitsArgs {
-  const llama::bf16* w;     // [vocab][hidden] (the tied embedding)
+  const llama::bf16* w;     // [vocab][hidden] (the tied embedding) in tiles (llama.cuh): tile j is rows 16 j ..
   const llama::bf16* x;     // [R][hidden]
   const float* ss;          // [hidden / 16][kMaxRows]: partial sums of squares
   const llama::bf16* gain;  // model.norm.weight
@@ -45,13 +45,9 @@ __device__ __forceinline__ unsigned long long key_of(float score, unsigned index
 __device__ void llama_logits_tiles(const LlamaLogitsArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
   const unsigned H = a.dims->hidden, V = a.dims->vocab;
-  const unsigned g = (threadIdx.x & 31u) >> 2;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / 16u};
-  auto rows = [&](unsigned j) {
-    const bf16* lo = a.w + static_cast<unsigned long long>(j * 16u + g) * H;
-    return RowPair{lo, lo + 8ull * H};
-  };
-  project16(c.tile + 1u - count, count, rows, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * H; };
+  project16(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     if (threadIdx.x >= 128u) return;
     const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4, index = j * 16u + i;
     unsigned long long key = 0ull;

@@ -5,7 +5,8 @@
 #include "llama.cuh"
 
 struct LlamaQkvArgs {
-  const llama::bf16* w;    // [(heads + 2 kv_heads) * 64][hidden]
+  const llama::bf16* w;    // [(heads + 2 kv_heads) * 64][hidden] in tiles (llama.cuh): tile j is rows 8 (j % 4) + i
+                           // of head j / 4, then their rotary partners 32 + 8 (j % 4) + i, i = 0..7
   const llama::bf16* x;    // [R][hidden], the residual stream
   const float* ss;         // [hidden / 16][kMaxRows]: partial sums of squares of x's rows
   const llama::bf16* gain; // input_layernorm.weight
@@ -20,13 +21,9 @@ __device__ void llama_qkv_tiles(const LlamaQkvArgs& a, const gpuos::TileCtx& c, 
   using namespace llama;
   const Dims& d = *a.dims;
   const unsigned H = d.hidden;
-  const unsigned g = (threadIdx.x & 31u) >> 2;
   const Input in{a.x, a.ss, a.gain, H, a.R, d.eps, H / 16u};
-  auto rows = [&](unsigned j) {
-    const bf16* lo = a.w + static_cast<unsigned long long>((j >> 2) * kHeadDim + (j & 3u) * 8u + g) * H;
-    return RowPair{lo, lo + 32ull * H};
-  };
-  project16(c.tile + 1u - count, count, rows, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * H; };
+  project16(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     const unsigned head = j >> 2, part = j & 3u;
     const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;  // 8 x R threads: one rotation pair each
     if (r >= a.R) return;

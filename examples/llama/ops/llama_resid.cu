@@ -5,7 +5,7 @@
 #include "llama.cuh"
 
 struct LlamaResidArgs {
-  const llama::bf16* w;   // [hidden][K]
+  const llama::bf16* w;   // [hidden][K] in tiles (llama.cuh): tile j is rows 16 j .. 16 j + 15
   const llama::bf16* in;  // [R][K]
   llama::bf16* x;         // [R][hidden]
   float* ss;              // [hidden / 16][kMaxRows]: partial sums of squares of the new x rows
@@ -16,13 +16,9 @@ struct LlamaResidArgs {
 
 __device__ void llama_resid_tiles(const LlamaResidArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
-  const unsigned g = (threadIdx.x & 31u) >> 2;
   const Input in{a.in, nullptr, nullptr, a.K, a.R, 0.0f, 0u};
-  auto rows = [&](unsigned j) {
-    const bf16* lo = a.w + static_cast<unsigned long long>(j * 16u + g) * a.K;
-    return RowPair{lo, lo + 8ull * a.K};
-  };
-  project16(c.tile + 1u - count, count, rows, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * a.K; };
+  project16(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     if (threadIdx.x >= 128u) return;  // 16 x 8 threads, r-major: a row's 16 values in one half warp
     const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4;
     float sq = 0.0f;

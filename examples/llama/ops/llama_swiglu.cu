@@ -5,8 +5,7 @@
 #include "llama.cuh"
 
 struct LlamaSwigluArgs {
-  const llama::bf16* gate;  // [inter][hidden]
-  const llama::bf16* up;    // [inter][hidden]
+  const llama::bf16* w;     // tiles (llama.cuh): tile j is gate rows 8j..8j+7, then up rows 8j..8j+7
   const llama::bf16* x;     // [R][hidden]
   const float* ss;          // [hidden / 16][kMaxRows]: partial sums of squares
   const llama::bf16* gain;  // post_attention_layernorm.weight
@@ -18,13 +17,9 @@ struct LlamaSwigluArgs {
 __device__ void llama_swiglu_tiles(const LlamaSwigluArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
   const unsigned H = a.dims->hidden, I = a.dims->inter;
-  const unsigned g = (threadIdx.x & 31u) >> 2;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / 16u};
-  auto rows = [&](unsigned j) {
-    const unsigned long long off = static_cast<unsigned long long>(j * 8u + g) * H;
-    return RowPair{a.gate + off, a.up + off};
-  };
-  project16(c.tile + 1u - count, count, rows, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * H; };
+  project16(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;
     if (r >= a.R) return;
     const float gv = rbf(out[i * kMaxRows + r]), uv = rbf(out[(i + 8u) * kMaxRows + r]);

@@ -9,7 +9,9 @@ import types
 
 import pytest
 
-from llama_engine import DIMS, HEAD_DIM, MAX_ROWS, ROW, Config
+import numpy as np
+
+from llama_engine import DIMS, HEAD_DIM, MAX_ROWS, ROW, Config, tile_order
 
 BASE = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
             num_key_value_heads=8, vocab_size=128256, rms_norm_eps=1e-5, tie_word_embeddings=True, head_dim=64)
@@ -70,6 +72,24 @@ def test_abi_sizes_match_the_operators():
     assert ROW.size == 32  # llama::Row (static_assert in ops/llama.cuh)
     assert DIMS.size == 40 + 4 * HEAD_DIM // 2  # llama::Dims
     assert len(struct.pack("<iiifI12x", 1, 2, 3, 0.5, 7)) == ROW.size
+
+
+@pytest.mark.parametrize("K", [256, 768, 2048])
+def test_tile_order_is_the_layout_the_operators_read(K):
+    # What a lane of warp w loads as its u-th 16 B of a round (ops/llama.cuh, project16: the part holding
+    # k is 16 k further, u 256 weights apart, lane 8): k 32 (u / 2) + 8 t .. + 7 of row g or 8 + g.
+    rows = np.arange(16 * K).reshape(16, K)
+    run = rows.reshape(-1)[tile_order(K)]
+    assert sorted(run) == list(range(16 * K))
+    for k in range(0, K, 64):
+        for u in range(4):
+            for lane in range(32):
+                g, t = lane // 4, lane % 4
+                start = 16 * k + 256 * u + 8 * lane
+                kk = k + 32 * (u // 2) + 8 * t
+                assert list(run[start:start + 8]) == list(rows[8 * (u % 2) + g, kk:kk + 8])
+    with pytest.raises(ValueError, match="multiple of 256"):
+        tile_order(K + 64)
 
 
 class FakeEngine:
