@@ -61,9 +61,10 @@ typedef struct gpuos_options {
   uint32_t queue_capacity; /* ring slots, a power of two in [64, 2^22]; default 65536 */
   uint32_t blocks_per_sm;  /* 0 = as many as the occupancy calculator allows */
   /* Shared memory each block of the resident kernel gives operators beside GPUOS_TILE_SMEM_BYTES, for
-   * data they stream through the block (gpuos::stage in gpuos/op.cuh): a multiple of 16, at most what an
-   * SM can give one block beside the kernel's own (about 220 KiB on an H100); default 0. It counts in
-   * the occupancy: on an H100, 2 blocks per SM fit up to about 100 KiB each. */
+   * data they stream through the block (gpuos::stage in gpuos/op.cuh): a multiple of 16, at most what a
+   * block may have beside the kernel's own (~200 KiB on an H100); default 0. It counts in the occupancy
+   * (an H100 fits 2 blocks per SM up to ~93 KiB each, 1 beyond) and is taken from L1, where the kernel's
+   * stack lives (docs/design.md, "Stage memory"). */
   uint32_t stage_bytes;
   /* Sharing the GPU with other CUDA code in the process (docs/design.md, "Sharing the GPU"). A kernel
    * that never ends makes the driver calls that wait for an idle device wait for ever: a device
