@@ -47,20 +47,28 @@ ROW = struct.Struct("<iiifI12x")  # llama::Row
 DIMS = struct.Struct("<8Iff32f")  # llama::Dims
 
 
-def tile_order(K: int) -> np.ndarray:
+def tile_order(K: int, rows: int = 16) -> np.ndarray:
     """Where a projection's weights come from in the order the operators stream them (ops/llama.cuh): for
-    a tile of 16 rows of K weights, element p of the tile's run takes element tile_order(K)[p] of its
-    rows in row-major order. Per round of 512 k (the last 256 k when K is not a multiple of 512), per
-    warp's 64 k, [u][lane = 4 g + t][8]: k 32 (u / 2) + 8 t + 0..7 of row g (u even) or 8 + g (u odd)."""
-    if K % 256:
-        raise ValueError(f"K {K} is not a multiple of 256")
-    x = np.arange(16 * K, dtype=np.int64).reshape(2, 8, K)  # (h, g): row 8 h + g
+    a tile of `rows` (16 or 8) rows of K weights, element p of the tile's run takes element
+    tile_order(K, rows)[p] of its rows in row-major order. Per round of 8192 / rows k (a last, shorter one
+    when K is not a multiple of that), per warp's 1024 / rows k, [i][lane = 4 g + t][8]: for 16 rows
+    k 32 (i / 2) + 8 t + 0..7 of row g (i even) or 8 + g (i odd), for 8 rows k 32 i + 8 t + 0..7 of row g."""
+    part = 1024 // rows  # k of a warp's part
+    if rows not in (16, 8) or K % max(part, 256):
+        raise ValueError(f"K {K} is not a multiple of {max(part, 256)} (tiles of {rows} rows)")
+    x = np.arange(rows * K, dtype=np.int64).reshape(rows // 8, 8, K)  # (h, g): row 8 h + g
     runs = []
-    for k0, k1 in ((0, K // 512 * 512), (K // 512 * 512, K)):
-        if k1 > k0:  # rounds of 8 parts (a last round of 256 k: 4)
-            p = x[..., k0:k1].reshape(2, 8, -1, min(8, (k1 - k0) // 64), 2, 4, 8)  # h g round w v t e
-            runs.append(p.transpose(2, 3, 4, 0, 1, 5, 6).reshape(-1))  # round w (v h) g t e: u = 2 v + h
+    full = K // (8 * part) * (8 * part)
+    for k0, k1 in ((0, full), (full, K)):
+        if k1 > k0:  # rounds of 8 parts (a last, shorter round: fewer)
+            p = x[..., k0:k1].reshape(rows // 8, 8, -1, min(8, (k1 - k0) // part), part // 32, 4, 8)  # h g round w v t e
+            runs.append(p.transpose(2, 3, 4, 0, 1, 5, 6).reshape(-1))  # round w (v h) g t e: i = 2 v + h, or v
     return np.concatenate(runs)
+
+
+# Rows of a tile of llama_resid (ops/llama.cuh, kResidRows): the RMSNorms' partial sums come one per 8
+# elements of a row.
+RESID_ROWS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,15 +225,15 @@ class Engine:
             """t's columns times an RMSNorm's gains (rounded to bf16), when the gains are folded."""
             return (t.float() * gain.float()).to(bf).contiguous() if fold_norms else t
 
-        orders: dict[int, torch.Tensor] = {}
+        orders: dict[tuple, torch.Tensor] = {}
 
-        def tiles(t: torch.Tensor) -> torch.Tensor:
-            """[tiles, 16, K] (a tile's rows in the order of its outputs) laid out as the operators stream
-            them (tile_order)."""
+        def tiles(t: torch.Tensor, rows: int = 16) -> torch.Tensor:
+            """[tiles, rows, K] (a tile's rows in the order of its outputs) laid out as the operators
+            stream them (tile_order)."""
             K = t.shape[-1]
-            if K not in orders:
-                orders[K] = torch.from_numpy(tile_order(K)).to(dev)
-            return t.reshape(-1, 16 * K)[:, orders[K]].reshape(-1)
+            if (K, rows) not in orders:
+                orders[K, rows] = torch.from_numpy(tile_order(K, rows)).to(dev)
+            return t.reshape(-1, rows * K)[:, orders[K, rows]].reshape(-1)
 
         self.fold_norms = fold_norms
         self.emb = get("model.embed_tokens.weight")
@@ -243,10 +251,10 @@ class Engine:
             self.layers.append({
                 # tile j: dimensions 8 (j % 4) + 0..7 of head j / 4, then their rotary partners 32 + ...
                 "qkv": tiles(qkv.reshape(-1, 2, 4, 8, H).transpose(1, 2)),
-                "o": tiles(get(p + "self_attn.o_proj.weight")),  # tile j: rows 16 j .. 16 j + 15
+                "o": tiles(get(p + "self_attn.o_proj.weight"), RESID_ROWS),  # tile j: rows 8 j .. 8 j + 7
                 # tile j: gate rows 8 j .. 8 j + 7, then the same rows of up
                 "gate_up": tiles(torch.stack([gate.reshape(-1, 8, H), up.reshape(-1, 8, H)], 1)),
-                "down": tiles(get(p + "mlp.down_proj.weight")),
+                "down": tiles(get(p + "mlp.down_proj.weight"), RESID_ROWS),
                 "norm1": norm1,
                 "norm2": norm2,
             })
@@ -261,7 +269,7 @@ class Engine:
         self.mlp = torch.zeros(R, cfg.inter, dtype=bf, **z)
         # Per RMSNorm (2 a layer and the final one): the rows' sums of squares in partial sums, one per tile of
         # the projection that wrote them (llama.cuh, Input).
-        self.ss = torch.zeros(2 * cfg.layers + 1, H // 16, R, dtype=torch.float32, **z)
+        self.ss = torch.zeros(2 * cfg.layers + 1, H // RESID_ROWS, R, dtype=torch.float32, **z)
         self.kv = torch.zeros(cfg.layers, 2, slots, KVH, max_pos, HEAD_DIM, dtype=bf, **z)
         self.part = torch.zeros(R * NH * self.splits * (2 + HEAD_DIM), dtype=torch.float32, **z)
         self.count = torch.zeros(R * KVH, dtype=torch.int32, **z)
@@ -315,13 +323,13 @@ class Engine:
             T.append(gpuos.Task(op["llama_attn"], R * c.kv_heads * self.splits, struct.pack(
                 "<7QIIfI", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
                 self.splits, self.chunk, HEAD_DIM ** -0.5, c.kv_heads)))
-            T.append(gpuos.Task(op["llama_resid"], c.hidden // 16, struct.pack(
+            T.append(gpuos.Task(op["llama_resid"], c.hidden // RESID_ROWS, struct.pack(
                 "<4Q3I4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
                 R)))
             T.append(gpuos.Task(op["llama_swiglu"], c.inter // 8, struct.pack(
                 "<6QI4x", P(L["gate_up"]), P(self.x), P(self.ss[2 * i + 1]), gain(L["norm2"]), P(self.mlp),
                 P(self.dims), R)))
-            T.append(gpuos.Task(op["llama_resid"], c.hidden // 16, struct.pack(
+            T.append(gpuos.Task(op["llama_resid"], c.hidden // RESID_ROWS, struct.pack(
                 "<4Q3I4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R)))
         T.append(gpuos.Task(op["llama_logits"], c.vocab // 16, struct.pack(
             "<10QI4x", P(self.head), P(self.x), P(self.ss[2 * c.layers]), gain(self.final_norm),

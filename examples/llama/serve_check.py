@@ -74,9 +74,13 @@ def main() -> int:
         shutil.copy(f, ops / f.name)
     resid, swiglu = (ops / "llama_resid.cu"), (ops / "llama_swiglu.cu")
     resid_v1, swiglu_ok = resid.read_text(), swiglu.read_text()
-    resid_v2 = resid_v1.replace("if (threadIdx.x >= 128u) return;", "if (threadIdx.x < 128u) return;").replace(
-        "r = threadIdx.x >> 4;", "r = (threadIdx.x - 128u) >> 4;")
-    assert resid_v2.count("threadIdx.x - 128u") == 1 and "threadIdx.x < 128u) return;" in resid_v2
+    # v2: the epilogue on the next 64 threads (warps 2 and 3) instead of the first 64: other code, the same bits.
+    resid_v2 = resid_v1.replace(
+        "if (threadIdx.x >= kResidRows * kMaxRows) return;",
+        "if (threadIdx.x < kResidRows * kMaxRows || threadIdx.x >= 2u * kResidRows * kMaxRows) return;").replace(
+        "const unsigned i = threadIdx.x % kResidRows, r = threadIdx.x / kResidRows;",
+        "const unsigned e = threadIdx.x - kResidRows * kMaxRows, i = e % kResidRows, r = e / kResidRows;")
+    assert resid_v2.count("threadIdx.x - kResidRows * kMaxRows") == 1 and "2u * kResidRows * kMaxRows" in resid_v2
     swiglu_broken = swiglu_ok.replace("const float act =", "const float act = ;")
     assert resid_v2 != resid_v1 and swiglu_broken != swiglu_ok
 

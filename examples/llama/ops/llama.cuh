@@ -82,6 +82,10 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+/// Rows of a tile of llama_resid, which writes the residual stream: the RMSNorms' partial sums of squares
+/// come one per kResidRows elements of a row (llama_embed writes them alike).
+inline constexpr unsigned kResidRows = 8;
+
 /// The input of a projection: rows of activations, optionally RMS-normalized. With `ss`, the sums of
 /// squares of each row in `parts` partial sums ([parts][kMaxRows], written by the operator that wrote
 /// the rows, one part per tile, and added here in a fixed order so that every step computes the same
@@ -136,26 +140,26 @@ __device__ __forceinline__ float row_scale(const Input& in, unsigned r, const fl
 }
 
 /// The projections' weights in the order the operators stream them (the engine lays them out so at load:
-/// llama_engine.tile_order). Tile by tile, a tile being 16 weight rows (row i gives the tile's output i;
-/// each operator says which of its matrix's rows those are); each tile in rounds of 512 k (16 KiB; the
-/// last 256 k when K is not a multiple of 512); each round in 8 parts of 64 k (2 KiB, warp w's part w);
-/// each part as [u = 0..3][lane = 4 g + t = 0..31][8 weights]: k 32 (u / 2) + 8 t .. + 7 of the part in
-/// row g (u even) or 8 + g (u odd). A warp's load of one u reads 512 consecutive bytes, and a round is
-/// one contiguous stretch of 16 KiB, against 16 stretches of 1 KiB from 16 rows in the weights'
+/// llama_engine.tile_order). Tile by tile, a tile being kRows = 16 or 8 weight rows (row i gives the
+/// tile's output i; each operator says which of its matrix's rows those are); each tile in rounds of
+/// 16 KiB (8192 / kRows k; a last, shorter round when K is not a multiple of that); each round in 8
+/// parts of 1024 / kRows k (2 KiB, warp w's part w); each part as [i = 0..3][lane = 4 g + t = 0..31][8
+/// weights]: for 16 rows, k 32 (i / 2) + 8 t .. + 7 of the part in row g (i even) or 8 + g (i odd); for
+/// 8 rows, k 32 i + 8 t .. + 7 in row g. A warp's load of one i reads 512 consecutive bytes, and a round
+/// is one contiguous stretch of 16 KiB, against 16 stretches of 1 KiB from 16 rows in the weights'
 /// row-major order (the 1B step 1.39 ms against 1.43 on an H100).
-inline constexpr unsigned kRoundK = 512;
-
-/// For each tile j of first .. first + count - 1 in turn, out[i][r] (16 x 8 floats in shared memory) =
-/// sum_k W[row_i][k] * in[r][k] over the tile's 16 weight rows (`tile(j)`: the tile's weights, laid out
-/// as above), then `epilogue(j, out)` in every thread. In each round, warp w takes its part: m16n8k16 bf16
-/// mma with fp32 accumulation (n = the rows of the step; rows >= R are zero). K must be a multiple of
-/// 256.
+///
+/// For each tile j of first .. first + count - 1 in turn, out[i][r] (16 x 8 floats in shared memory; rows
+/// i >= kRows zero) = sum_k W[row_i][k] * in[r][k] over the tile's rows (`tile(j)`: the tile's weights,
+/// laid out as above), then `epilogue(j, out)` in every thread. In each round, warp w takes its part:
+/// m16n8k16 bf16 mma with fp32 accumulation (n = the rows of the step; rows >= R are zero; with 8 rows, A's
+/// rows 8..15 are zero). K must be a multiple of 256 (16 rows) or 128 (8 rows).
 ///
 /// The k order inside each 32-wide block is permuted so that a lane takes 8 consecutive weights (16 B)
-/// of each of its two rows (g = lane / 4 and 8 + g) and 8 consecutive inputs: logical k 2t, 2t+1, 2t+8,
-/// 2t+9 of the first mma are k 8t..8t+3 of the block, of the second 8t+4..8t+7 (t = lane % 4). A and B use
-/// the same permutation, so the sum is unchanged, and every tile's sums are added in the same order
-/// however the block's tiles are grouped into calls.
+/// of each of its rows (g = lane / 4, and 8 + g) and 8 consecutive inputs: logical k 2t, 2t+1, 2t+8, 2t+9
+/// of the first mma are k 8t..8t+3 of the block, of the second 8t+4..8t+7 (t = lane % 4). A and B use the
+/// same permutation, so the sum is unchanged, and every tile's sums are added in the same order however
+/// the block's tiles are grouped into calls.
 /// A lane asks for a round's weights (its 4 x 16 B) before it computes the round before, so a round is
 /// always in flight. The first tile's first round is asked for before the operator awaits its inputs
 /// (gpuos::await_inputs: the operators are GPUOS_OP_AWAITS_INPUTS, so in a step's graph it is on its way
@@ -165,30 +169,26 @@ inline constexpr unsigned kRoundK = 512;
 /// holds the sums scaled by the rows' RMSNorm scales. Returns without calling `epilogue` when the task
 /// must not run (a task before it failed). Uses 4 KiB of `smem` for the reduction over warps, 512 B after
 /// it for `out` and 256 B after that for the sums; all threads enter.
-template <class Tile, class Epilogue>
-__device__ __forceinline__ void project16(unsigned first, unsigned count, Tile tile, const Input& in, float* smem,
-                                          Epilogue epilogue) {
-  constexpr unsigned kAhead = 2;  // 32-wide blocks of k a warp loads a round: its 64 k of the round
+template <unsigned kRows, class Tile, class Epilogue>
+__device__ __forceinline__ void project(unsigned first, unsigned count, Tile tile, const Input& in, float* smem,
+                                        Epilogue epilogue) {
+  static_assert(kRows == 16 || kRows == 8);
+  constexpr unsigned kRound = 1024u / kRows;  // k a warp takes a round
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
-  constexpr unsigned kRound = 32u * kAhead;
-  static_assert(kWarps * kRound == kRoundK);
   const bool has_row = g < in.R;
   const bf16* xrow = in.x + static_cast<unsigned long long>(has_row ? g : 0u) * in.K;
 
-  // This lane's 16 B of u = 0 in the first part of a tile; the part holding k (a multiple of 64) is
-  // 16 k weights further.
+  // This lane's 16 B of i = 0 in the first part of a tile; the part holding k (a multiple of kRound) is
+  // kRows k weights further, i 256 weights apart.
   auto lane_tile = [&](unsigned j) { return tile(j) + lane * 8u; };
-  uint4 a[kAhead], b[kAhead], na[kAhead], nb[kAhead];
-  auto load = [&](uint4 (&x)[kAhead], uint4 (&y)[kAhead], const bf16* w, unsigned k) {
+  uint4 a[4], na[4];
+  auto load = [&](uint4 (&x)[4], const bf16* w, unsigned k) {
 #pragma unroll
-    for (unsigned u = 0; u < kAhead; ++u) {
-      x[u] = ld_stream(w + 16u * k + 512u * u);
-      y[u] = ld_stream(w + 16u * k + 512u * u + 256u);
-    }
+    for (unsigned i = 0; i < 4u; ++i) x[i] = ld_stream(w + kRows * k + 256u * i);
   };
   const unsigned k0 = warp * kRound, last = first + count - 1u;
   const bf16* w = lane_tile(first);
-  if (k0 < in.K) load(a, b, w, k0);
+  if (k0 < in.K) load(a, w, k0);
   // Nothing above reads what another task writes.
   if (!gpuos::await_inputs()) return;
   // The RMSNorm's sums, in flight through the first tile's products.
@@ -226,18 +226,20 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Tile t
       // The next round's weights (the next tile's first) before this round's products.
       const unsigned kn = k + kWarps * kRound;
       if (kn < in.K) {
-        load(na, nb, w, kn);
+        load(na, w, kn);
       } else if (j != last) {
         w = lane_tile(j + 1u);
-        load(na, nb, w, k0);
+        load(na, w, k0);
+      }
+      if constexpr (kRows == 16) {
+        step(a[0], a[1], k);
+        step(a[2], a[3], k + 32u);
+      } else {
+#pragma unroll
+        for (unsigned i = 0; i < 4u; ++i) step(a[i], make_uint4(0u, 0u, 0u, 0u), k + 32u * i);
       }
 #pragma unroll
-      for (unsigned u = 0; u < kAhead; ++u) step(a[u], b[u], k + 32u * u);
-#pragma unroll
-      for (unsigned u = 0; u < kAhead; ++u) {
-        a[u] = na[u];
-        b[u] = nb[u];
-      }
+      for (unsigned i = 0; i < 4u; ++i) a[i] = na[i];
       k = kn;
     }
     // c: (row g, step rows 2t, 2t+1), (row g + 8, step rows 2t, 2t+1). Sum the warps' partials. The
@@ -259,13 +261,6 @@ __device__ __forceinline__ void project16(unsigned first, unsigned count, Tile t
     epilogue(j, static_cast<const float*>(out));
     if (j == last) break;
   }
-}
-
-/// Sum over the 16 lanes of a half warp (lanes i..i+15 with the same r in the epilogues' layout).
-__device__ __forceinline__ float half_warp_sum(float v) {
-#pragma unroll
-  for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 }  // namespace llama

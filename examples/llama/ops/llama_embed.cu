@@ -53,7 +53,7 @@ __device__ void llama_embed_tile(const LlamaEmbedArgs& a, const gpuos::TileCtx& 
   __syncthreads();
   float total = 0.0f;
   for (unsigned w = 0; w < kWarps; ++w) total += red[w];
-  for (unsigned part = threadIdx.x; part < H / 16u; part += blockDim.x) a.ss[part * kMaxRows + r] = part == 0 ? total : 0.0f;
+  for (unsigned part = threadIdx.x; part < H / kResidRows; part += blockDim.x) a.ss[part * kMaxRows + r] = part == 0 ? total : 0.0f;
 }
 
 GPUOS_OPERATOR(llama_embed, LlamaEmbedArgs, llama_embed_tile)

@@ -45,9 +45,9 @@ __device__ __forceinline__ unsigned long long key_of(float score, unsigned index
 __device__ void llama_logits_tiles(const LlamaLogitsArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
   const unsigned H = a.dims->hidden, V = a.dims->vocab;
-  const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / 16u};
+  const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / kResidRows};
   auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * H; };
-  project16(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  project<16>(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     if (threadIdx.x >= 128u) return;
     const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4, index = j * 16u + i;
     unsigned long long key = 0ull;

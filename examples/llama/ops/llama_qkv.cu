@@ -21,9 +21,9 @@ __device__ void llama_qkv_tiles(const LlamaQkvArgs& a, const gpuos::TileCtx& c, 
   using namespace llama;
   const Dims& d = *a.dims;
   const unsigned H = d.hidden;
-  const Input in{a.x, a.ss, a.gain, H, a.R, d.eps, H / 16u};
+  const Input in{a.x, a.ss, a.gain, H, a.R, d.eps, H / kResidRows};
   auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * H; };
-  project16(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  project<16>(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     const unsigned head = j >> 2, part = j & 3u;
     const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;  // 8 x R threads: one rotation pair each
     if (r >= a.R) return;

@@ -1,7 +1,7 @@
 // llama_swiglu: the MLP's gate and up projections with RMSNorm on the fly and the SwiGLU between them:
 // out[r][n] = bf16(silu(bf16(gate[n] . in[r])) * bf16(up[n] . in[r])), every step rounded to bf16 as the
 // reference rounds. A tile computes 8 features: their gate rows and their up rows. tiles = inter / 8; a
-// block's consecutive tiles stream in one call (project16).
+// block's consecutive tiles stream in one call (project).
 #include "llama.cuh"
 
 struct LlamaSwigluArgs {
@@ -17,9 +17,9 @@ struct LlamaSwigluArgs {
 __device__ void llama_swiglu_tiles(const LlamaSwigluArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
   const unsigned H = a.dims->hidden, I = a.dims->inter;
-  const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / 16u};
+  const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / kResidRows};
   auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * H; };
-  project16(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  project<16>(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;
     if (r >= a.R) return;
     const float gv = rbf(out[i * kMaxRows + r]), uv = rbf(out[(i + 8u) * kMaxRows + r]);

@@ -75,21 +75,23 @@ def test_abi_sizes_match_the_operators():
 
 
 @pytest.mark.parametrize("K", [256, 768, 2048])
-def test_tile_order_is_the_layout_the_operators_read(K):
-    # What a lane of warp w loads as its u-th 16 B of a round (ops/llama.cuh, project16: the part holding
-    # k is 16 k further, u 256 weights apart, lane 8): k 32 (u / 2) + 8 t .. + 7 of row g or 8 + g.
-    rows = np.arange(16 * K).reshape(16, K)
-    run = rows.reshape(-1)[tile_order(K)]
-    assert sorted(run) == list(range(16 * K))
-    for k in range(0, K, 64):
-        for u in range(4):
+@pytest.mark.parametrize("rows", [16, 8])
+def test_tile_order_is_the_layout_the_operators_read(K, rows):
+    # What a lane of warp w loads as its i-th 16 B of a round (ops/llama.cuh, project: the part holding k
+    # is rows * k further, i 256 weights apart, lane 8): 16 rows: k 32 (i / 2) + 8 t .. + 7 of row g or
+    # 8 + g; 8 rows: k 32 i + 8 t .. + 7 of row g.
+    w = np.arange(rows * K).reshape(rows, K)
+    run = w.reshape(-1)[tile_order(K, rows)]
+    assert sorted(run) == list(range(rows * K))
+    for k in range(0, K, 1024 // rows):
+        for i in range(4):
             for lane in range(32):
                 g, t = lane // 4, lane % 4
-                start = 16 * k + 256 * u + 8 * lane
-                kk = k + 32 * (u // 2) + 8 * t
-                assert list(run[start:start + 8]) == list(rows[8 * (u % 2) + g, kk:kk + 8])
-    with pytest.raises(ValueError, match="multiple of 256"):
-        tile_order(K + 64)
+                start = rows * k + 256 * i + 8 * lane
+                row, kk = (8 * (i % 2) + g, k + 32 * (i // 2) + 8 * t) if rows == 16 else (g, k + 32 * i + 8 * t)
+                assert list(run[start:start + 8]) == list(w[row, kk:kk + 8])
+    with pytest.raises(ValueError, match="is not a multiple of"):
+        tile_order(K + 64, rows)
 
 
 class FakeEngine:
