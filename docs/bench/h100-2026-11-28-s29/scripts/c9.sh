@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# Session 14, call 9 (the same warm machine): serve_check with its v2 edit for the 8-row epilogue.
+cd examples/llama && export PYTHONPATH=/tmp/site && [ -d /tmp/site/gpuos ] || python3 -m pip install -q --no-deps --target /tmp/site ../../.gpu/s14/whl/*.whl; [ -f /tmp/w1b/config.json ] || python3 make_weights.py /tmp/w1b --preset tiny > /dev/null 2>&1; timeout 75 python3 serve_check.py /tmp/w1b --json $OUT/serve.json > $OUT/serve.log 2>&1; echo "serve rc=$?"; python3 -c "import json; d=json.load(open('$OUT/serve.json')); print(d['ok'], d['swap_events'], d['identical_answers'])"; head -c 300 /tmp/w1b/config.json
