@@ -81,7 +81,7 @@ __device__ __forceinline__ unsigned smid() {{
 """
 
 
-# Before project16 (the top of llama.cuh): when a call's inputs arrived (gpuos::await_inputs returned),
+# Before project (the top of llama.cuh): when a call's inputs arrived (gpuos::await_inputs returned),
 # which a record takes as its start: a call of an awaiting operator starts before the node before ends.
 TRACE_AWAITED_H = r"""
 namespace llama {
