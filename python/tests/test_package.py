@@ -45,6 +45,11 @@ def test_options_are_checked():
         gpuos.query_device(device=1.5)
     with pytest.raises(gpuos.Error, match="deadline_ms must be 0 \\(no watchdog\\) or at least 10"):
         gpuos.Runtime(deadline_ms=5)
+    with pytest.raises(gpuos.Error, match="stage_bytes must be a multiple of 16, got 1000") as st:
+        gpuos.Runtime(stage_bytes=1000)
+    assert st.value.status == "GPUOS_ERR_INVALID_ARG"
+    with pytest.raises(TypeError, match="option stage_bytes takes an int >= 0"):
+        gpuos.query_device(stage_bytes=-16)
 
 
 def test_task_arguments_are_checked():
