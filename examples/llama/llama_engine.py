@@ -16,8 +16,9 @@ device from the one before's choices, so that the GPU does not wait for the host
 rows of several requests, and prompt tokens (prefill, up to 8 consecutive positions per step), mix
 freely in a step, since attention reads each row's own slot up to its own position.
 
-Torch holds the buffers (the weights are the tensors safetensors loaded, or their products with the
-norms' gains) and computes nothing while steps run.
+Torch holds the buffers (the projections' weights are copies of the tensors safetensors loaded, the
+norms' gains multiplied in and laid out in the order the operators read them: tile_order) and computes
+nothing while steps run.
 
 The operators are loaded in one generation whose dispatch loops inline their tiles (GPUOS_INLINE_OPERATORS,
 docs/configuration.md): importing this module turns it on for runtimes created afterwards unless the
@@ -53,9 +54,9 @@ def tile_order(K: int, rows: int = 16) -> np.ndarray:
     tile_order(K, rows)[p] of its rows in row-major order. Per round of 8192 / rows k (a last, shorter one
     when K is not a multiple of that), per warp's 1024 / rows k, [i][lane = 4 g + t][8]: for 16 rows
     k 32 (i / 2) + 8 t + 0..7 of row g (i even) or 8 + g (i odd), for 8 rows k 32 i + 8 t + 0..7 of row g."""
+    if rows not in (16, 8) or K % 256:
+        raise ValueError(f"K {K} is not a multiple of 256, or {rows} rows not 16 or 8")
     part = 1024 // rows  # k of a warp's part
-    if rows not in (16, 8) or K % max(part, 256):
-        raise ValueError(f"K {K} is not a multiple of {max(part, 256)} (tiles of {rows} rows)")
     x = np.arange(rows * K, dtype=np.int64).reshape(rows // 8, 8, K)  # (h, g): row 8 h + g
     runs = []
     full = K // (8 * part) * (8 * part)

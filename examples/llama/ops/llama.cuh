@@ -150,8 +150,8 @@ __device__ __forceinline__ float row_scale(const Input& in, unsigned r, const fl
 /// row-major order (the 1B step 1.39 ms against 1.43 on an H100).
 ///
 /// For each tile j of first .. first + count - 1 in turn, out[i][r] (16 x 8 floats in shared memory; rows
-/// i >= kRows zero) = sum_k W[row_i][k] * in[r][k] over the tile's rows (`tile(j)`: the tile's weights,
-/// laid out as above), then `epilogue(j, out)` in every thread. In each round, warp w takes its part:
+/// i >= kRows zero) = sum_k W[row_i][k] * in[r][k] over the tile's rows (`w`: the tiles, laid out as above,
+/// tile j at w + j kRows K), then `epilogue(j, out)` in every thread. In each round, warp w takes its part:
 /// m16n8k16 bf16 mma with fp32 accumulation (n = the rows of the step; rows >= R are zero; with 8 rows, A's
 /// rows 8..15 are zero). K must be a multiple of 256 (16 rows) or 128 (8 rows).
 ///
@@ -169,9 +169,9 @@ __device__ __forceinline__ float row_scale(const Input& in, unsigned r, const fl
 /// holds the sums scaled by the rows' RMSNorm scales. Returns without calling `epilogue` when the task
 /// must not run (a task before it failed). Uses 4 KiB of `smem` for the reduction over warps, 512 B after
 /// it for `out` and 256 B after that for the sums; all threads enter.
-template <unsigned kRows, class Tile, class Epilogue>
-__device__ __forceinline__ void project(unsigned first, unsigned count, Tile tile, const Input& in, float* smem,
-                                        Epilogue epilogue) {
+template <unsigned kRows, class Epilogue>
+__device__ __forceinline__ void project(unsigned first, unsigned count, const bf16* tiles, const Input& in,
+                                        float* smem, Epilogue epilogue) {
   static_assert(kRows == 16 || kRows == 8);
   constexpr unsigned kRound = 1024u / kRows;  // k a warp takes a round
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
@@ -180,7 +180,7 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, Tile til
 
   // This lane's 16 B of i = 0 in the first part of a tile; the part holding k (a multiple of kRound) is
   // kRows k weights further, i 256 weights apart.
-  auto lane_tile = [&](unsigned j) { return tile(j) + lane * 8u; };
+  auto lane_tile = [&](unsigned j) { return tiles + static_cast<unsigned long long>(j) * kRows * in.K + lane * 8u; };
   uint4 a[4], na[4];
   auto load = [&](uint4 (&x)[4], const bf16* w, unsigned k) {
 #pragma unroll

@@ -11,7 +11,7 @@ struct LlamaEmbedArgs {
   llama::Row* rows;        // [R]
   const llama::bf16* emb;  // [vocab][hidden]
   llama::bf16* x;          // [R][hidden]
-  float* ss;               // the first layer's norm sums: [hidden / 16][kMaxRows]
+  float* ss;               // the first layer's norm sums: [hidden / kResidRows][kMaxRows]
   const llama::Dims* dims;
 };
 

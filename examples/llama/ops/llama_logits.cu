@@ -9,9 +9,10 @@
 #include "llama.cuh"
 
 struct LlamaLogitsArgs {
-  const llama::bf16* w;     // [vocab][hidden] (the tied embedding) in tiles (llama.cuh): tile j is rows 16 j ..
+  const llama::bf16* w;     // [vocab][hidden] (the tied embedding) in tiles (llama.cuh):
+                            // tile j is rows 16 j .. 16 j + 15
   const llama::bf16* x;     // [R][hidden]
-  const float* ss;          // [hidden / 16][kMaxRows]: partial sums of squares
+  const float* ss;          // [hidden / kResidRows][kMaxRows]: partial sums of squares
   const llama::bf16* gain;  // model.norm.weight
   float* logits;            // [R][vocab], or nullptr: not stored
   unsigned long long* keys; // [kMaxRows], zero between steps
@@ -46,8 +47,7 @@ __device__ void llama_logits_tiles(const LlamaLogitsArgs& a, const gpuos::TileCt
   using namespace llama;
   const unsigned H = a.dims->hidden, V = a.dims->vocab;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / kResidRows};
-  auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * H; };
-  project<16>(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  project<16>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     if (threadIdx.x >= 128u) return;
     const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4, index = j * 16u + i;
     unsigned long long key = 0ull;

@@ -8,7 +8,7 @@ struct LlamaQkvArgs {
   const llama::bf16* w;    // [(heads + 2 kv_heads) * 64][hidden] in tiles (llama.cuh): tile j is rows 8 (j % 4) + i
                            // of head j / 4, then their rotary partners 32 + 8 (j % 4) + i, i = 0..7
   const llama::bf16* x;    // [R][hidden], the residual stream
-  const float* ss;         // [hidden / 16][kMaxRows]: partial sums of squares of x's rows
+  const float* ss;         // [hidden / kResidRows][kMaxRows]: partial sums of squares of x's rows
   const llama::bf16* gain; // input_layernorm.weight
   llama::bf16* q;          // [R][heads * 64], rotated
   llama::bf16* kv;         // this layer's cache: k [slots][kv_heads][max_pos][64], then v alike
@@ -22,8 +22,7 @@ __device__ void llama_qkv_tiles(const LlamaQkvArgs& a, const gpuos::TileCtx& c, 
   const Dims& d = *a.dims;
   const unsigned H = d.hidden;
   const Input in{a.x, a.ss, a.gain, H, a.R, d.eps, H / kResidRows};
-  auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * H; };
-  project<16>(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  project<16>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     const unsigned head = j >> 2, part = j & 3u;
     const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;  // 8 x R threads: one rotation pair each
     if (r >= a.R) return;

@@ -18,8 +18,7 @@ struct LlamaResidArgs {
 __device__ void llama_resid_tiles(const LlamaResidArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
   const Input in{a.in, nullptr, nullptr, a.K, a.R, 0.0f, 0u};
-  auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * kResidRows * a.K; };
-  project<kResidRows>(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem),
+  project<kResidRows>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem),
                       [&](unsigned j, const float* out) {
     if (threadIdx.x >= kResidRows * kMaxRows) return;  // 8 x 8 threads, r-major: a row's 8 values in 8 lanes
     const unsigned i = threadIdx.x % kResidRows, r = threadIdx.x / kResidRows;

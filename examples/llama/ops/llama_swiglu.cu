@@ -7,7 +7,7 @@
 struct LlamaSwigluArgs {
   const llama::bf16* w;     // tiles (llama.cuh): tile j is gate rows 8j..8j+7, then up rows 8j..8j+7
   const llama::bf16* x;     // [R][hidden]
-  const float* ss;          // [hidden / 16][kMaxRows]: partial sums of squares
+  const float* ss;          // [hidden / kResidRows][kMaxRows]: partial sums of squares
   const llama::bf16* gain;  // post_attention_layernorm.weight
   llama::bf16* out;         // [R][inter]
   const llama::Dims* dims;
@@ -18,8 +18,7 @@ __device__ void llama_swiglu_tiles(const LlamaSwigluArgs& a, const gpuos::TileCt
   using namespace llama;
   const unsigned H = a.dims->hidden, I = a.dims->inter;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / kResidRows};
-  auto tile = [&](unsigned j) { return a.w + static_cast<unsigned long long>(j) * 16u * H; };
-  project<16>(c.tile + 1u - count, count, tile, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  project<16>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;
     if (r >= a.R) return;
     const float gv = rbf(out[i * kMaxRows + r]), uv = rbf(out[(i + 8u) * kMaxRows + r]);

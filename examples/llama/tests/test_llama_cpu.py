@@ -4,14 +4,15 @@ the server's batching of rows."""
 import json
 import math
 import queue
+import re
 import struct
 import types
-
-import pytest
+from pathlib import Path
 
 import numpy as np
+import pytest
 
-from llama_engine import DIMS, HEAD_DIM, MAX_ROWS, ROW, Config, tile_order
+from llama_engine import DIMS, HEAD_DIM, MAX_ROWS, RESID_ROWS, ROW, Config, tile_order
 
 BASE = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
             num_key_value_heads=8, vocab_size=128256, rms_norm_eps=1e-5, tie_word_embeddings=True, head_dim=64)
@@ -92,6 +93,13 @@ def test_tile_order_is_the_layout_the_operators_read(K, rows):
                 assert list(run[start:start + 8]) == list(w[row, kk:kk + 8])
     with pytest.raises(ValueError, match="is not a multiple of"):
         tile_order(K + 64, rows)
+
+
+def test_resid_rows_match_the_operators():
+    # The engine sizes llama_resid's tiles and the norms' partial sums with RESID_ROWS; the operators with
+    # llama::kResidRows.
+    header = (Path(__file__).resolve().parents[1] / "ops" / "llama.cuh").read_text()
+    assert re.search(r"kResidRows = (\d+);", header).group(1) == str(RESID_ROWS)
 
 
 class FakeEngine:
