@@ -44,6 +44,7 @@ CUresult prefer_l1(CUfunction fn, CUdevice d, std::uint32_t stage) {
 /// A kernel's own (static) shared memory per block and the most a block may have on the device.
 struct SharedRoom {
   int own = 0, optin = 0;
+  bool fits(std::uint32_t stage) const { return static_cast<long long>(own) + stage <= optin; }
 };
 CUresult shared_room(CUfunction fn, CUdevice d, SharedRoom& room) {
   CUresult r = drv().cuFuncGetAttribute(&room.own, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
@@ -162,7 +163,7 @@ CUresult blocks_per_sm(CUfunction fn, const gpuos_options& o, const common::Conf
   CUresult r = drv().cuDeviceGet(&d, o.device);
   SharedRoom room;
   if (r == CUDA_SUCCESS) r = shared_room(fn, d, room);
-  if (r == CUDA_SUCCESS && static_cast<long long>(room.own) + o.stage_bytes > room.optin) r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS && !room.fits(o.stage_bytes)) r = CUDA_ERROR_INVALID_VALUE;
   if (r == CUDA_SUCCESS)
     r = drv().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(o.stage_bytes));
   if (r == CUDA_SUCCESS && cfg.carveout == "l1") r = prefer_l1(fn, d, o.stage_bytes);
@@ -179,16 +180,16 @@ std::uint32_t grid_of(int per_sm, const gpuos_options& o, const gpuos_device_inf
 }
 
 std::uint32_t launch_geometry(CUfunction fn, const gpuos_options& o, const common::Config& cfg, gpuos_device_info& info) {
-  int per_sm = 0;
-  const CUresult r = blocks_per_sm(fn, o, cfg, per_sm);
-  SharedRoom room;
   CUdevice d = 0;
-  if (r == CUDA_ERROR_INVALID_VALUE && o.stage_bytes != 0 && drv().cuDeviceGet(&d, o.device) == CUDA_SUCCESS &&
-      shared_room(fn, d, room) == CUDA_SUCCESS && static_cast<long long>(room.own) + o.stage_bytes > room.optin)
+  SharedRoom room;
+  GPUOS_CU_TRY(drv().cuDeviceGet(&d, o.device));
+  GPUOS_CU_TRY(shared_room(fn, d, room));
+  if (!room.fits(o.stage_bytes))
     fail(GPUOS_ERR_INVALID_ARG, "gpuos_options.stage_bytes " + std::to_string(o.stage_bytes) +
                                     " does not fit: a block of the resident kernel may have " + std::to_string(room.optin) +
                                     " bytes of shared memory on this device and uses " + std::to_string(room.own) + " itself");
-  GPUOS_CU_TRY(r);
+  int per_sm = 0;
+  GPUOS_CU_TRY(blocks_per_sm(fn, o, cfg, per_sm));
   const std::uint32_t grid = grid_of(per_sm, o, info);
   info.blocks_per_sm = per_sm;
   info.stage_bytes = static_cast<std::int32_t>(o.stage_bytes);
