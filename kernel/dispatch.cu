@@ -385,15 +385,16 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
     const bool waits = !(it.flags & kPlacedNoWait) || bad_local;
     PlacedNode& pn = pnodes[it.node];
     const Payload& pl = rs.payload[i % 2];
-    // A claiming item's first claim, made while warp 0 waits: claims do not depend on the predecessors.
+    // A claiming item's first claim, made before the wait: claims do not depend on the predecessors.
     if (claiming && tid == 32) {
       const uint32_t batch = claim_batch(slot_tiles(pl.tiles) / claim_spread_of(sh), max_batch_of(sh));
       rs.claim_old = dev_ref<uint64_t>(pn.claim).fetch_sub(kClaimOne * batch, cuda::memory_order_relaxed);
     }
     uint32_t vst = kTaskOk;
     const OpEntry* const vop = validate(sh, pl, vst);
-    // An operator that awaits its inputs itself is called first and waits inside (AwaitState).
-    const bool early = waits && !claiming && vop && (vop->flags & GPUOS_OP_AWAITS_INPUTS);
+    // An operator that awaits its inputs itself is called first and waits inside (AwaitState), a claiming
+    // item's at its first claimed tiles (a later call of the item's returns from the await at once).
+    const bool early = waits && vop && (vop->flags & GPUOS_OP_AWAITS_INPUTS);
     if (early && tid == 0) {
       await_state.rs = &rs;
       await_state.item = &rs.item[i % 3];
