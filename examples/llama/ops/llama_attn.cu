@@ -52,16 +52,18 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
   static_assert(8u * kHeadDim <= 2u * GPUOS_BLOCK_THREADS && 4u * 64u == GPUOS_BLOCK_THREADS);
   // Every load the chunk's result depends on is asked for at once, so that their round trips overlap:
   // the group's queries (at most two per thread); a quarter of the key row of position p = threadIdx.x / 4
-  // (16 dimensions, 2 loads of 16 B); and the values this thread weighs later, (h, dim) = (j / 64, j % 64)
-  // for j = threadIdx.x (group * 64 <= 256 for group <= 4; a larger group's other threads load theirs
-  // below).
+  // (16 dimensions, 2 loads of 16 B); and the values this thread weighs later: dimensions vd, vd + 1 of
+  // the 8 positions 8 vg .. 8 vg + 7 (warp w takes dimensions 8 w .. 8 w + 7, lane 4 vg + i the pair i).
   const unsigned nq = group * kHeadDim, j1 = threadIdx.x + GPUOS_BLOCK_THREADS;
   const bf16 q0 = threadIdx.x < nq ? qrow[threadIdx.x] : bf16{}, q1 = j1 < nq ? qrow[j1] : bf16{};
-  const unsigned vdim = threadIdx.x % kHeadDim;
-  bf16 vpre[64];
+  static_assert(kWarps * 8u == kHeadDim, "a warp's values are 8 dimensions");
+  const unsigned vg = lane >> 2, vd = warp * 8u + 2u * (lane & 3u);
+  unsigned vpair[8];
 #pragma unroll
-  for (int p = 0; p < 64; ++p)
-    vpre[p] = p < n ? vbase[static_cast<unsigned long long>(p) * kHeadDim + vdim] : bf16{};
+  for (unsigned i = 0; i < 8u; ++i) {
+    const int p = static_cast<int>(vg * 8u + i);
+    vpair[i] = p < n ? *reinterpret_cast<const unsigned*>(vbase + static_cast<unsigned long long>(p) * kHeadDim + vd) : 0u;
+  }
   const unsigned kp = threadIdx.x >> 2, kq = threadIdx.x & 3u;  // position, quarter of its key row
   uint4 kr[2] = {};
   if (static_cast<int>(kp) < n) {
@@ -107,30 +109,38 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
     }
   }
   __syncthreads();
-  // Unnormalized output: thread (h, dim) over the chunk's positions in order (so every step computes the
-  // same bits), with the values loaded above; a group of more than 4 heads loads the rest 16 positions
-  // at a time.
-  if (threadIdx.x < group * kHeadDim) {
-    const unsigned h = threadIdx.x / kHeadDim;
-    float o = 0.0f;
+  // Unnormalized output: each lane weighs its 8 positions' values of its 2 dimensions for every query
+  // head of the group, then the 8 lanes of a dimension pair add theirs in a fixed tree (so every step
+  // computes the same bits), and lanes 0..3 of each warp write the pair's sums.
+  {
+    float o[8][2];
 #pragma unroll
-    for (int p = 0; p < 64; ++p)
-      if (p < n) o += s[h * 64u + p] * bf2f(vpre[p]);
-    os[threadIdx.x] = o;
-  }
-  for (unsigned j = threadIdx.x + blockDim.x; j < group * kHeadDim; j += blockDim.x) {
-    const unsigned h = j / kHeadDim, dim = j % kHeadDim;
-    float o = 0.0f;
-    for (int p0 = 0; p0 < n; p0 += 16) {
-      float v[16];
+    for (unsigned h = 0; h < 8u; ++h) {
+      o[h][0] = o[h][1] = 0.0f;
+      if (h >= group) continue;
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
-        v[i] = p0 + i < n ? bf2f(vbase[static_cast<unsigned long long>(p0 + i) * kHeadDim + dim]) : 0.0f;
-#pragma unroll
-      for (int i = 0; i < 16; ++i)
-        if (p0 + i < n) o += s[h * 64u + p0 + i] * v[i];
+      for (unsigned i = 0; i < 8u; ++i) {
+        const int p = static_cast<int>(vg * 8u + i);
+        if (p < n) {
+          const float wgt = s[h * 64u + p];
+          o[h][0] += wgt * lo2f(vpair[i]);
+          o[h][1] += wgt * hi2f(vpair[i]);
+        }
+      }
     }
-    os[j] = o;
+#pragma unroll
+    for (unsigned h = 0; h < 8u; ++h) {
+      if (h >= group) continue;
+#pragma unroll
+      for (unsigned m = 4u; m < 32u; m <<= 1) {
+        o[h][0] += __shfl_xor_sync(0xffffffffu, o[h][0], m);
+        o[h][1] += __shfl_xor_sync(0xffffffffu, o[h][1], m);
+      }
+      if (vg == 0u) {
+        os[h * kHeadDim + vd] = o[h][0];
+        os[h * kHeadDim + vd + 1u] = o[h][1];
+      }
+    }
   }
   __syncthreads();
   const unsigned qh0 = kvh * group;

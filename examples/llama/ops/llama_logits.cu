@@ -47,7 +47,8 @@ __device__ void llama_logits_tiles(const LlamaLogitsArgs& a, const gpuos::TileCt
   using namespace llama;
   const unsigned H = a.dims->hidden, V = a.dims->vocab;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / kResidRows};
-  project<16>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  // Two rounds in flight a lane (llama::project): the head streams 525 MB for the 1B shape.
+  project<16, 2>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     if (threadIdx.x >= 128u) return;
     const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4, index = j * 16u + i;
     unsigned long long key = 0ull;
