@@ -61,8 +61,12 @@ __device__ __forceinline__ unsigned smid() {{
              (static_cast<unsigned long long>(llama::smid()) << 40) |                                   \
              (static_cast<unsigned long long>(blockIdx.x) << 24) |                                      \
              (static_cast<unsigned long long>((COUNT) < 255u ? (COUNT) : 255u) << 16) | ((TILE) & 0xFFFFu); \
-      r[2] = llama::trace_awaited() ? llama::trace_awaited() : t0;                                      \
-      r[3] = llama::gtime();                                                                            \
+      /* the await's stamp if this call made one (shared memory starts undefined: a stamp from   */   \
+      /* before the call is not this call's)                                                       */   \
+      const unsigned long long aw = llama::trace_awaited();                                             \
+      const unsigned long long t1 = llama::gtime();                                                     \
+      r[2] = aw >= t0 && aw <= t1 ? aw : t0;                                                            \
+      r[3] = t1;                                                                                        \
     }}                                                                                                   \
     llama::trace_awaited() = 0ull;                                                                      \
   }}
