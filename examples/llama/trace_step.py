@@ -226,6 +226,7 @@ def main() -> None:
     ap.add_argument("model_dir")
     ap.add_argument("rows", nargs="?", type=int, default=1)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--pos", type=int, default=40, help="the rows' position (attention's positions are 0..pos)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--ops", default=str(OPS_DIR), help="the operators to trace (default: ops/)")
     ap.add_argument("--options", default="{}", help="gpuos.Runtime keyword arguments, as JSON")
@@ -235,10 +236,10 @@ def main() -> None:
     a = ap.parse_args()
     buf = torch.zeros(MAX_BLOCKS * 4 + MAX_BLOCKS * PER_BLOCK * 4, dtype=torch.int64, device="cuda")
     with tempfile.TemporaryDirectory() as tmp, gpuos.Runtime(**json.loads(a.options)) as rt:
-        eng = Engine(rt, a.model_dir, slots=8, max_pos=1024, ops_dir=traced_ops(buf, Path(tmp), Path(a.ops)),
-                     **json.loads(a.engine))
+        eng = Engine(rt, a.model_dir, ops_dir=traced_ops(buf, Path(tmp), Path(a.ops)),
+                     **{"slots": 8, "max_pos": 1024, **json.loads(a.engine)})
         rt.load_operator_source("trace_clock", CLOCK_OP)
-        rows = [(1, 40 + i, i, 0.0, 0) for i in range(a.rows)]
+        rows = [(1, a.pos + i, i, 0.0, 0) for i in range(a.rows)]
         for _ in range(10):
             eng.step(rows)
         results = []

@@ -161,19 +161,25 @@ __device__ void llama_attn_tile(const LlamaAttnArgs& a, const gpuos::TileCtx& c)
       dst[1] = stat[h * 2u + 1u];
     }
   }
-  // The last used chunk of (r, kvh) combines: its readers see the other tiles' parts through L2.
-  __threadfence();
+  // The last used chunk of (r, kvh) combines. Thread 0 releases the block's parts (the barrier orders
+  // every thread's writes before its fence) with its count, and the last acquires the others' parts
+  // (the barrier after passes them on; they are read from L2): one thread's fences, where __threadfence
+  // in every thread is a sequentially consistent fence and an invalidation of the SM's L1, twice (on an
+  // H100 the combining tile 8.1 us against 8.8, a row at position 150).
   __syncthreads();
   if (threadIdx.x == 0) {
     unsigned* ctr = a.count + r * a.kv_heads + kvh;
+    asm volatile("fence.release.gpu;" ::: "memory");
     const unsigned done = atomicAdd(ctr, 1u) + 1u;
     const bool last = done == used;
-    if (last) *ctr = 0u;
+    if (last) {
+      *ctr = 0u;
+      asm volatile("fence.acquire.gpu;" ::: "memory");
+    }
     *flag = last;
   }
   __syncthreads();
   if (!*flag) return;
-  __threadfence();
   // Thread (h, dim): the chunks' statistics and its dimension's outputs, 8 chunks' loads at a time (one
   // round trip up to 8 chunks), folded in chunk order: M the maximum so far, L the sum of the chunks' l
   // and o that of their o[dim], each weighted by exp(m - M) (rescaled when M grows).
