@@ -198,8 +198,7 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, const bf
     for (unsigned i = 0; i < 4u; ++i) x[i] = ld_stream(w + kRows * k + 256u * i);
   };
   uint4 a[4], na[4];
-  const bf16* w = lane_tile(first);
-  // kDepth 2: the next round this lane asks for, tile lj (last + 1 once every round was asked for), k lk.
+  // The next round this lane asks for, tile lj (last + 1 once every round was asked for), k lk.
   unsigned lj = k0 < in.K ? first : last + 1u, lk = k0;
   auto ask = [&](uint4 (&x)[4]) {
     if (lj > last) return;
@@ -210,12 +209,8 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, const bf
       ++lj;
     }
   };
-  if constexpr (kDepth == 1) {
-    if (k0 < in.K) load(a, w, k0);
-  } else {
-    ask(a);
-    ask(na);
-  }
+  ask(a);
+  if constexpr (kDepth == 2) ask(na);
   // Nothing above reads what another task writes.
   if (!gpuos::await_inputs()) return;
   // The RMSNorm's sums, in flight through the first tile's products.
@@ -271,17 +266,11 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, const bf
 #pragma unroll 1
       while (k < in.K) {
         // The next round's weights (the next tile's first) before this round's products.
-        const unsigned kn = k + kStride;
-        if (kn < in.K) {
-          load(na, w, kn);
-        } else if (j != last) {
-          w = lane_tile(j + 1u);
-          load(na, w, k0);
-        }
+        ask(na);
         products(a);
 #pragma unroll
         for (unsigned i = 0; i < 4u; ++i) a[i] = na[i];
-        k = kn;
+        k += kStride;
       }
     } else if (k0 < in.K) {
       if (!na_first) {
