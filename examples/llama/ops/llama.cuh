@@ -170,19 +170,21 @@ __device__ __forceinline__ float row_scale(const Input& in, unsigned r, const fl
 /// With kDepth 2 a lane keeps two rounds in flight in the same registers: two buffers take turns, each
 /// asked for the round two ahead as soon as its products are issued (the loop is written twice, starting
 /// with either buffer, so that no register is copied: with one round in flight, the copy of the next
-/// round's buffer waits for its loads). Both first rounds are asked for before the await. On an H100 this
-/// streams the LM head faster (the 1B step 1.337 ms against 1.353, `llama_logits`) and the other
-/// projections slower: there the second round's loads compete with the node before's last tiles and
-/// with the loads of attention, and the step took 1.39-1.41 ms.
+/// round's buffer waits for its loads). The first kAhead rounds are asked for before the await, the
+/// rest after it. On an H100 this streams the LM head faster with both asked ahead (the 1B step 1.337 ms
+/// against 1.353, `llama_logits`), and gate/up and qkv with one (`llama_swiglu`, `llama_qkv`: 1.302 ms
+/// against 1.316; asked ahead, their second rounds compete with the node before's last tiles). The
+/// residual projections (`llama_resid`) were no faster with a second round.
 ///
 /// `out` holds the sums scaled by the rows' RMSNorm scales. Returns without calling `epilogue` when the
 /// task must not run (a task before it failed). Uses 4 KiB of `smem` for the reduction over warps, 512 B
 /// after it for `out` and 256 B after that for the sums; all threads enter.
-template <unsigned kRows, unsigned kDepth = 1, class Epilogue>
+template <unsigned kRows, unsigned kDepth = 1, unsigned kAhead = kDepth, class Epilogue>
 __device__ __forceinline__ void project(unsigned first, unsigned count, const bf16* tiles, const Input& in,
                                         float* smem, Epilogue epilogue) {
   static_assert(kRows == 16 || kRows == 8);
   static_assert(kDepth == 1 || kDepth == 2);
+  static_assert(kAhead >= 1 && kAhead <= kDepth);
   constexpr unsigned kRound = 1024u / kRows;     // k a warp takes a round
   constexpr unsigned kStride = kWarps * kRound;  // k a round of the block takes
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
@@ -210,9 +212,10 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, const bf
     }
   };
   ask(a);
-  if constexpr (kDepth == 2) ask(na);
+  if constexpr (kAhead == 2) ask(na);
   // Nothing above reads what another task writes.
   if (!gpuos::await_inputs()) return;
+  if constexpr (kDepth == 2 && kAhead == 1) ask(na);
   // The RMSNorm's sums, in flight through the first tile's products.
   const float4 ss = in.ss ? row_sums_load(in) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   float* const sums = smem + kWarps * 32u * 4u + 16u * kMaxRows;

@@ -22,7 +22,8 @@ __device__ void llama_qkv_tiles(const LlamaQkvArgs& a, const gpuos::TileCtx& c, 
   const Dims& d = *a.dims;
   const unsigned H = d.hidden;
   const Input in{a.x, a.ss, a.gain, H, a.R, d.eps, H / kResidRows};
-  project<16>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  // Two rounds in flight a lane, the second asked for after the await (llama::project).
+  project<16, 2, 1>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     const unsigned head = j >> 2, part = j & 3u;
     const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;  // 8 x R threads: one rotation pair each
     if (r >= a.R) return;

@@ -18,7 +18,8 @@ __device__ void llama_swiglu_tiles(const LlamaSwigluArgs& a, const gpuos::TileCt
   using namespace llama;
   const unsigned H = a.dims->hidden, I = a.dims->inter;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / kResidRows};
-  project<16>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
+  // Two rounds in flight a lane, the second asked for after the await (llama::project).
+  project<16, 2, 1>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     const unsigned i = threadIdx.x & 7u, r = threadIdx.x >> 3;
     if (r >= a.R) return;
     const float gv = rbf(out[i * kMaxRows + r]), uv = rbf(out[(i + 8u) * kMaxRows + r]);
