@@ -173,8 +173,9 @@ __device__ __forceinline__ float row_scale(const Input& in, unsigned r, const fl
 /// round's buffer waits for its loads). The first kAhead rounds are asked for before the await, the
 /// rest after it. On an H100 this streams the LM head faster with both asked ahead (the 1B step 1.337 ms
 /// against 1.353, `llama_logits`), and gate/up and qkv with one (`llama_swiglu`, `llama_qkv`: 1.302 ms
-/// against 1.316; asked ahead, their second rounds compete with the node before's last tiles). The
-/// residual projections (`llama_resid`) were no faster with a second round.
+/// against 1.316). Asked ahead, gate/up's second round competes with the node before's last tiles
+/// (1.313-1.317), and qkv's gains nothing more. The residual projections (`llama_resid`) were no faster
+/// with a second round.
 ///
 /// `out` holds the sums scaled by the rows' RMSNorm scales. Returns without calling `epilogue` when the
 /// task must not run (a task before it failed). Uses 4 KiB of `smem` for the reduction over warps, 512 B
