@@ -70,6 +70,9 @@ def tile_order(K: int, rows: int = 16) -> np.ndarray:
 # Rows of a tile of llama_resid (ops/llama.cuh, kResidRows): the RMSNorms' partial sums come one per 8
 # elements of a row.
 RESID_ROWS = 8
+# What the attention's output projection asks L2 for while attention runs: the top of the layer's gate/up
+# weights, which gate/up's claims take first (ops/llama_resid.cu).
+GATE_UP_PREFETCH_BYTES = 12 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,14 +327,16 @@ class Engine:
             T.append(gpuos.Task(op["llama_attn"], R * c.kv_heads * self.splits, struct.pack(
                 "<7QIIfI", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
                 self.splits, self.chunk, HEAD_DIM ** -0.5, c.kv_heads)))
-            T.append(gpuos.Task(op["llama_resid"], c.hidden // RESID_ROWS, struct.pack(
-                "<4Q3I4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
-                R)))
+            gu_bytes, o_tiles = L["gate_up"].numel() * 2, c.hidden // RESID_ROWS
+            pf = min(GATE_UP_PREFETCH_BYTES, gu_bytes) // (16 * o_tiles) * 16 * o_tiles
+            T.append(gpuos.Task(op["llama_resid"], o_tiles, struct.pack(
+                "<4Q3I4xQI4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
+                R, P(L["gate_up"]) + gu_bytes - pf if pf else 0, pf)))
             T.append(gpuos.Task(op["llama_swiglu"], c.inter // 8, struct.pack(
                 "<6QI4x", P(L["gate_up"]), P(self.x), P(self.ss[2 * i + 1]), gain(L["norm2"]), P(self.mlp),
                 P(self.dims), R)))
             T.append(gpuos.Task(op["llama_resid"], c.hidden // RESID_ROWS, struct.pack(
-                "<4Q3I4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R)))
+                "<4Q3I4xQI4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R, 0, 0)))
         T.append(gpuos.Task(op["llama_logits"], c.vocab // 16, struct.pack(
             "<10QI4x", P(self.head), P(self.x), P(self.ss[2 * c.layers]), gain(self.final_norm),
             P(self.logits) if self.logits is not None else 0, P(self.keys), P(self.out[buf]), P(self.last),

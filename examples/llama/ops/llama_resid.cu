@@ -3,6 +3,12 @@
 // kResidRows (8) rows of W, so that these nodes of hidden / 8 tiles spread over every block; tile j also
 // writes the sum of squares of its 8 new x values of each row to ss[j][r], the next RMSNorm's partial
 // sums. tiles = rows of W / 8.
+//
+// With `pf`, each call first asks L2 (cp.async.bulk.prefetch.L2, one thread) for its tiles' shares of
+// pf_bytes at `pf`: the engine points the attention's output projection at the top of the layer's
+// gate/up weights, the tiles gate/up's claims take first. The call is made before the operator awaits
+// its inputs, while attention runs and leaves the memory idle. On an H100 the 1B step takes 1.282 ms
+// with 12 MiB against 1.286 with 16 and 1.299 with 24 (more competes with the projection's own loads).
 #include "llama.cuh"
 
 struct LlamaResidArgs {
@@ -13,11 +19,22 @@ struct LlamaResidArgs {
   unsigned K;
   unsigned hidden;
   unsigned R;
+  const char* pf;         // nullptr, or what to ask L2 for: pf_bytes, tile j's share at pf + j * share
+  unsigned pf_bytes;      // a multiple of 16 x tiles
 };
 
 __device__ void llama_resid_tiles(const LlamaResidArgs& a, const gpuos::TileCtx& c, unsigned count) {
   using namespace llama;
   const Input in{a.in, nullptr, nullptr, a.K, a.R, 0.0f, 0u};
+  if (a.pf && threadIdx.x == 0) {
+    const unsigned share = a.pf_bytes / (a.hidden / kResidRows), first = c.tile + 1u - count;
+    for (unsigned long long off = static_cast<unsigned long long>(first) * share,
+                            end = static_cast<unsigned long long>(c.tile + 1u) * share;
+         off < end; off += 65536u) {
+      const unsigned n = end - off < 65536u ? static_cast<unsigned>(end - off) : 65536u;
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a.pf + off), "r"(n) : "memory");
+    }
+  }
   project<kResidRows>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem),
                       [&](unsigned j, const float* out) {
     if (threadIdx.x >= kResidRows * kMaxRows) return;  // 8 x 8 threads, r-major: a row's 8 values in 8 lanes
