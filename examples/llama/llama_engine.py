@@ -73,6 +73,9 @@ RESID_ROWS = 8
 # What the attention's output projection asks L2 for while attention runs: the top of the layer's gate/up
 # weights, which gate/up's claims take first (ops/llama_resid.cu).
 GATE_UP_PREFETCH_BYTES = 12 << 20
+# What each layer's down projection but the last asks L2 for: the first bytes of the next layer's qkv
+# weights, which qkv's tiles read as the next layer starts (ops/llama_resid.cu).
+QKV_PREFETCH_BYTES = 4 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -335,8 +338,11 @@ class Engine:
             T.append(gpuos.Task(op["llama_swiglu"], c.inter // 8, struct.pack(
                 "<6QI4x", P(L["gate_up"]), P(self.x), P(self.ss[2 * i + 1]), gain(L["norm2"]), P(self.mlp),
                 P(self.dims), R)))
+            nxt = self.layers[i + 1]["qkv"] if i + 1 < len(self.layers) else None
+            qpf = min(QKV_PREFETCH_BYTES, nxt.numel() * 2) // (16 * o_tiles) * 16 * o_tiles if nxt is not None else 0
             T.append(gpuos.Task(op["llama_resid"], c.hidden // RESID_ROWS, struct.pack(
-                "<4Q3I4xQI4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R, 0, 0)))
+                "<4Q3I4xQI4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R,
+                P(nxt) if qpf else 0, qpf)))
         T.append(gpuos.Task(op["llama_logits"], c.vocab // 16, struct.pack(
             "<10QI4x", P(self.head), P(self.x), P(self.ss[2 * c.layers]), gain(self.final_norm),
             P(self.logits) if self.logits is not None else 0, P(self.keys), P(self.out[buf]), P(self.last),

@@ -5,10 +5,12 @@
 // sums. tiles = rows of W / 8.
 //
 // With `pf`, each call first asks L2 (cp.async.bulk.prefetch.L2, one thread) for its tiles' shares of
-// pf_bytes at `pf`: the engine points the attention's output projection at the top of the layer's
-// gate/up weights, the tiles gate/up's claims take first. The call is made before the operator awaits
-// its inputs, while attention runs and leaves the memory idle. On an H100 the 1B step takes 1.282 ms
-// with 12 MiB against 1.286 with 16 and 1.299 with 24.
+// pf_bytes at `pf`, before the operator awaits its inputs. The engine points the attention's output
+// projection at the top of the layer's gate/up weights, the tiles gate/up's claims take first: its calls
+// are made while attention runs and leaves the memory idle. On an H100 the 1B step takes 1.282 ms with
+// 12 MiB against 1.286 with 16 and 1.299 with 24. It points each down projection but the last at the
+// first bytes of the next layer's qkv weights: 1.268 ms with 4 MiB against 1.278 without, 1.273 with 8
+// and 1.284 with 12 (2 and 6 MiB: within 2 us of 4).
 #include "llama.cuh"
 
 struct LlamaResidArgs {
