@@ -56,7 +56,6 @@ __device__ __forceinline__ unsigned smid() {{
       const unsigned long long* w = reinterpret_cast<const unsigned long long*>(&a);                    \
       unsigned long long* r = reinterpret_cast<unsigned long long*>(LLAMA_TRACE_BUF + {rec_off}ull) +   \
                               (static_cast<unsigned long long>(blockIdx.x) * {per_block}u + i) * 4u;    \
-      r[0] = w[0] * 0x9E3779B97F4A7C15ull + w[1];                                                       \
       r[1] = (static_cast<unsigned long long>(KIND) << 56) |                                            \
              (static_cast<unsigned long long>(llama::smid()) << 40) |                                   \
              (static_cast<unsigned long long>(blockIdx.x) << 24) |                                      \
@@ -65,7 +64,10 @@ __device__ __forceinline__ unsigned smid() {{
       /* before the call is not this call's)                                                       */   \
       const unsigned long long aw = llama::trace_awaited();                                             \
       const unsigned long long t1 = llama::gtime();                                                     \
-      r[2] = aw >= t0 && aw <= t1 ? aw : t0;                                                            \
+      const unsigned long long start = aw >= t0 && aw <= t1 ? aw : t0;                                  \
+      /* the node's key in the low half, the call's entry to its start (ns) in the high half      */   \
+      r[0] = ((w[0] * 0x9E3779B97F4A7C15ull + w[1]) & 0xFFFFFFFFull) | ((start - t0) << 32);           \
+      r[2] = start;                                                                                     \
       r[3] = t1;                                                                                        \
     }}                                                                                                   \
     llama::trace_awaited() = 0ull;                                                                      \
@@ -161,14 +163,16 @@ def traced_ops(buf: torch.Tensor, dst: Path, src: Path = OPS_DIR) -> Path:
 
 
 def read_trace(buf: torch.Tensor) -> np.ndarray:
-    """Records of the step just run: [n][4] uint64 (key, kind|sm|block|tile, start, end)."""
+    """Records of the step just run: [n][5] uint64 (key, kind|sm|block|tile, start, end, start - entry), the
+    start being when the call's inputs arrived for an awaiting operator, else its entry."""
     torch.cuda.synchronize()
     raw = buf.cpu().numpy()
     counts = raw[: MAX_BLOCKS * 4].view(np.uint32)[:MAX_BLOCKS]
     recs = raw[MAX_BLOCKS * 4:].view(np.uint64).reshape(MAX_BLOCKS, PER_BLOCK, 4)
     if counts.max() > PER_BLOCK:
         raise RuntimeError(f"a block ran {counts.max()} tiles, the trace holds {PER_BLOCK}")
-    return np.concatenate([recs[b, : counts[b]] for b in range(MAX_BLOCKS) if counts[b]])
+    recs = np.concatenate([recs[b, : counts[b]] for b in range(MAX_BLOCKS) if counts[b]])
+    return np.column_stack([recs[:, 0] & np.uint64(0xFFFFFFFF), recs[:, 1:4], recs[:, 0] >> np.uint64(32)])
 
 
 def nodes_of(recs: np.ndarray) -> list[dict]:
@@ -231,8 +235,8 @@ def main() -> None:
     ap.add_argument("--ops", default=str(OPS_DIR), help="the operators to trace (default: ops/)")
     ap.add_argument("--options", default="{}", help="gpuos.Runtime keyword arguments, as JSON")
     ap.add_argument("--engine", default="{}", help="Engine keyword arguments (e.g. chunk), as JSON")
-    ap.add_argument("--raw", default=None, help="save the last step's tile records here (.npy: [n][4] uint64 "
-                    "key, kind|sm|block|tile, start, end)")
+    ap.add_argument("--raw", default=None, help="save the last step's tile records here (.npy: [n][5] uint64 "
+                    "key, kind|sm|block|tile, start, end, start - entry)")
     a = ap.parse_args()
     buf = torch.zeros(MAX_BLOCKS * 4 + MAX_BLOCKS * PER_BLOCK * 4, dtype=torch.int64, device="cuda")
     with tempfile.TemporaryDirectory() as tmp, gpuos.Runtime(**json.loads(a.options)) as rt:
