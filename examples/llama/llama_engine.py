@@ -318,6 +318,11 @@ class Engine:
         def gain(t) -> int:  # an RMSNorm's gains for the operator, none where they are in the weights
             return 0 if self.fold_norms else P(t)
 
+        resid_tiles = c.hidden // RESID_ROWS
+
+        def prefetch(limit: int, t) -> int:  # what a llama_resid node asks L2 for of t: a multiple of 16 x its tiles
+            return min(limit, t.numel() * 2) // (16 * resid_tiles) * 16 * resid_tiles
+
         T = []
         T.append(gpuos.Task(op["llama_embed"], R, struct.pack(
             "<7Q", P(self.ctl[buf]), P(self.last), P(self.rows), P(self.emb), P(self.x), P(self.ss), P(self.dims))))
@@ -330,17 +335,16 @@ class Engine:
             T.append(gpuos.Task(op["llama_attn"], R * c.kv_heads * self.splits, struct.pack(
                 "<7QIIfI", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
                 self.splits, self.chunk, HEAD_DIM ** -0.5, c.kv_heads)))
-            gu_bytes, o_tiles = L["gate_up"].numel() * 2, c.hidden // RESID_ROWS
-            pf = min(GATE_UP_PREFETCH_BYTES, gu_bytes) // (16 * o_tiles) * 16 * o_tiles
-            T.append(gpuos.Task(op["llama_resid"], o_tiles, struct.pack(
+            gu_bytes, pf = L["gate_up"].numel() * 2, prefetch(GATE_UP_PREFETCH_BYTES, L["gate_up"])
+            T.append(gpuos.Task(op["llama_resid"], resid_tiles, struct.pack(
                 "<4Q3I4xQI4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
                 R, P(L["gate_up"]) + gu_bytes - pf if pf else 0, pf)))
             T.append(gpuos.Task(op["llama_swiglu"], c.inter // 8, struct.pack(
                 "<6QI4x", P(L["gate_up"]), P(self.x), P(self.ss[2 * i + 1]), gain(L["norm2"]), P(self.mlp),
                 P(self.dims), R)))
             nxt = self.layers[i + 1]["qkv"] if i + 1 < len(self.layers) else None
-            qpf = min(QKV_PREFETCH_BYTES, nxt.numel() * 2) // (16 * o_tiles) * 16 * o_tiles if nxt is not None else 0
-            T.append(gpuos.Task(op["llama_resid"], c.hidden // RESID_ROWS, struct.pack(
+            qpf = prefetch(QKV_PREFETCH_BYTES, nxt) if nxt is not None else 0
+            T.append(gpuos.Task(op["llama_resid"], resid_tiles, struct.pack(
                 "<4Q3I4xQI4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R,
                 P(nxt) if qpf else 0, qpf)))
         T.append(gpuos.Task(op["llama_logits"], c.vocab // 16, struct.pack(
