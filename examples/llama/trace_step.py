@@ -177,7 +177,8 @@ def read_trace(buf: torch.Tensor) -> np.ndarray:
 
 def nodes_of(recs: np.ndarray) -> list[dict]:
     """The step's nodes in the order they completed: kind, tiles, blocks, start, end (ns from the step's
-    first tile), and each block's first start and last end."""
+    first tile), each block's first start and last end, its number of calls, and the gaps between its
+    consecutive calls (one call's end to the next one's start)."""
     t_base = int(recs[:, 2].min())
     out = []
     for key in np.unique(recs[:, 0]):
@@ -186,11 +187,18 @@ def nodes_of(recs: np.ndarray) -> list[dict]:
         blocks = (r[:, 1] >> 24) & 0xFFFF
         firsts = [int(r[blocks == b, 2].min()) for b in np.unique(blocks)]
         lasts = [int(r[blocks == b, 3].max()) for b in np.unique(blocks)]
+        calls, gaps = [], []
+        for b in np.unique(blocks):
+            c = r[blocks == b]
+            c = c[np.argsort(c[:, 2])].astype(np.int64)
+            calls.append(len(c))
+            gaps.extend(c[1:, 2] - c[:-1, 3])
         counts = ((r[:, 1] >> 16) & 0xFF).astype(np.int64)  # tiles of the record's call (a range's)
         out.append(dict(kind=OP_NAMES[kind], tiles=int(counts.sum()), blocks=len(firsts),
                         start=int(r[:, 2].min()) - t_base, end=int(r[:, 3].max()) - t_base,
                         firsts=np.array(firsts) - t_base, lasts=np.array(lasts) - t_base,
-                        tile_ns=(r[:, 3] - r[:, 2]).astype(np.int64) // np.maximum(counts, 1)))
+                        tile_ns=(r[:, 3] - r[:, 2]).astype(np.int64) // np.maximum(counts, 1),
+                        calls=np.array(calls), gaps=np.array(gaps, dtype=np.int64)))
     out.sort(key=lambda n: n["end"])
     return out
 
@@ -206,7 +214,8 @@ def summarize(nodes: list[dict]) -> dict:
             name = "o_proj" if nodes[i - 1]["kind"] == "llama_attn" else "down"
         names.append(name)
         d = rows.setdefault(name, dict(dt=[], span=[], gap=[], first_p50=[], first_max=[], early=[], last_spread=[],
-                                       tile_p50=[], tile_max=[], tiles=n["tiles"], blocks=n["blocks"]))
+                                       tile_p50=[], tile_max=[], calls=[], call_gap=[], tiles=n["tiles"],
+                                       blocks=n["blocks"]))
         d["span"].append((n["end"] - n["start"]) / 1e3)
         if prev_end is not None:
             d["dt"].append((n["end"] - prev_end) / 1e3)
@@ -217,6 +226,8 @@ def summarize(nodes: list[dict]) -> dict:
         d["last_spread"].append((n["end"] - np.median(n["lasts"])) / 1e3)
         d["tile_p50"].append(np.median(n["tile_ns"]) / 1e3)
         d["tile_max"].append(n["tile_ns"].max() / 1e3)
+        d["calls"].append(float(np.median(n["calls"])))
+        d["call_gap"].append(np.median(n["gaps"]) / 1e3 if len(n["gaps"]) else 0.0)
         prev_end = n["end"]
     summary = {k: {m: (statistics.median(v) if isinstance(v, list) and v else v) for m, v in d.items()}
                for k, d in rows.items()}
@@ -271,16 +282,17 @@ def main() -> None:
     print(f"call to first tile {[round(r['_launch_to_first_us'], 1) for r in results]} us, "
           f"last tile to return {[round(r['_last_to_return_us'], 1) for r in results]} us")
     print(f"{'node':8s} {'tiles':>5s} {'blocks':>6s} {'dt':>6s} {'span':>7s} {'gap':>6s} {'1st p50':>7s} "
-          f"{'1st max':>7s} {'early':>5s} {'tail':>6s} {'tile p50':>8s} {'tile max':>8s}   (us, medians over the "
-          f"layers; dt: from the node before's end to this one's; a call of an awaiting operator starts when its "
-          f"inputs arrived; early: blocks that started before the node before ended)")
+          f"{'1st max':>7s} {'early':>5s} {'tail':>6s} {'tile p50':>8s} {'tile max':>8s} {'calls':>5s} {'cgap':>5s}   "
+          f"(us, medians over the layers; dt: from the node before's end to this one's; a call of an awaiting "
+          f"operator starts when its inputs arrived; early: blocks that started before the node before ended; "
+          f"calls: a block's calls of the node; cgap: from one of them's end to the next one's start)")
     for k in ("llama_embed", "llama_qkv", "llama_attn", "o_proj", "llama_swiglu", "down", "llama_logits"):
         d = last.get(k)
         if not d:
             continue
         print(f"{k.replace('llama_', ''):8s} {d['tiles']:5d} {d['blocks']:6d} {d['dt'] or 0:6.1f} {d['span']:7.1f} "
               f"{d['gap'] or 0:6.1f} {d['first_p50'] or 0:7.1f} {d['first_max'] or 0:7.1f} {d['early'] or 0:5.0f} "
-              f"{d['last_spread']:6.1f} {d['tile_p50']:8.1f} {d['tile_max']:8.1f}")
+              f"{d['last_spread']:6.1f} {d['tile_p50']:8.1f} {d['tile_max']:8.1f} {d['calls']:5.0f} {d['call_gap']:5.2f}")
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1, default=float))
 
