@@ -185,12 +185,12 @@ def nodes_of(recs: np.ndarray) -> list[dict]:
         r = recs[recs[:, 0] == key]
         kind = int(r[0, 1] >> 56)
         blocks = (r[:, 1] >> 24) & 0xFFFF
-        firsts = [int(r[blocks == b, 2].min()) for b in np.unique(blocks)]
-        lasts = [int(r[blocks == b, 3].max()) for b in np.unique(blocks)]
-        calls, gaps = [], []
+        firsts, lasts, calls, gaps = [], [], [], []
         for b in np.unique(blocks):
-            c = r[blocks == b]
-            c = c[np.argsort(c[:, 2])].astype(np.int64)
+            c = r[blocks == b].astype(np.int64)
+            c = c[np.argsort(c[:, 2])]
+            firsts.append(int(c[0, 2]))
+            lasts.append(int(c[:, 3].max()))
             calls.append(len(c))
             gaps.extend(c[1:, 2] - c[:-1, 3])
         counts = ((r[:, 1] >> 16) & 0xFF).astype(np.int64)  # tiles of the record's call (a range's)
