@@ -234,11 +234,20 @@ __device__ __forceinline__ uint32_t slot_tiles(uint32_t tiles) {
 /// reads with copies through the same L2; an operator that writes over the bus (mapped host memory, a
 /// peer) asks for system scope (GPUOS_OP_HOST_WRITES); one that writes nothing (GPUOS_OP_NO_WRITES), or
 /// a task that did not run, has nothing to release.
+/// The fence is fence.acq_rel: a MEMBAR (the release) and an invalidation of the SM's L1 (CCTL.IVALL, the
+/// acquire). The front end's lone tasks rely on the invalidation: the next one's inputs, written by the
+/// host since, are read through L1 with no acquire of their own (with fence.release there, the built-ins
+/// read stale inputs: tests/gpu/test_ops.cpp, H200). kReleaseOnly leaves it out (fence.release), for a
+/// block whose every later read of other blocks' writes is behind an acquire of its own (run_role).
+template <bool kReleaseOnly = false>
 __device__ __forceinline__ void release_flags(uint32_t flags) {
-  if (flags & GPUOS_OP_HOST_WRITES)
-    asm volatile("fence.acq_rel.sys;" ::: "memory");
-  else if (!(flags & GPUOS_OP_NO_WRITES))
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  if (flags & GPUOS_OP_HOST_WRITES) {
+    if constexpr (kReleaseOnly) asm volatile("fence.release.sys;" ::: "memory");
+    else asm volatile("fence.acq_rel.sys;" ::: "memory");
+  } else if (!(flags & GPUOS_OP_NO_WRITES)) {
+    if constexpr (kReleaseOnly) asm volatile("fence.release.gpu;" ::: "memory");
+    else asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  }
 }
 /// The flags release_flags reads of an operator (one that did not run writes nothing).
 __device__ __forceinline__ uint32_t write_flags(const OpEntry* e) { return e ? e->flags : GPUOS_OP_NO_WRITES; }
