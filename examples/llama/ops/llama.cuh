@@ -104,19 +104,30 @@ struct Input {
 };
 
 /// The RMSNorm scales of a step's rows from `parts` partial sums ([parts][kMaxRows]), in three steps so
-/// that their round trip overlaps other work: row_sums_load asks for thread i's float4 (part i / 2, rows
-/// 4 (i % 2) to 4 (i % 2) + 3); row_sums_fold adds the float4s i + 256, ... (if any), folds each warp's
-/// lanes of one parity with shuffles and writes the warp's 8 sums to `red` (64 floats); after a barrier,
-/// row_scale adds the 8 warps' sums of row r in warp order (a fixed order: every step computes the same
-/// bits). All threads enter the first two.
-__device__ __forceinline__ float4 row_sums_load(const Input& in) {
-  return threadIdx.x < in.parts * 2u ? __ldcg(reinterpret_cast<const float4*>(in.ss) + threadIdx.x)
-                                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+/// that their round trip overlaps other work: row_sums_load asks for thread i's float4s i and i + 256
+/// (float4 j: part j / 2, rows 4 (j % 2) to 4 (j % 2) + 3; both at once, so that a hidden size of 2048,
+/// 512 float4s, costs one round trip); row_sums_fold adds the second to the first and then the float4s
+/// i + 512, ... (if any), folds each warp's lanes of one parity with shuffles and writes the warp's 8 sums
+/// to `red` (64 floats); after a barrier, row_scale adds the 8 warps' sums of row r in warp order (a fixed
+/// order: every step computes the same bits). All threads enter the first two.
+struct RowSums {
+  float4 a, b;
+};
+__device__ __forceinline__ RowSums row_sums_load(const Input& in) {
+  const float4* p = reinterpret_cast<const float4*>(in.ss);
+  const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const unsigned n = in.parts * 2u, j = threadIdx.x + GPUOS_BLOCK_THREADS;
+  return RowSums{threadIdx.x < n ? __ldcg(p + threadIdx.x) : zero, j < n ? __ldcg(p + j) : zero};
 }
-__device__ __forceinline__ void row_sums_fold(const Input& in, float4 v, float* red) {
+__device__ __forceinline__ void row_sums_fold(const Input& in, const RowSums& s, float* red) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const float4* p = reinterpret_cast<const float4*>(in.ss);
-  for (unsigned i = threadIdx.x + GPUOS_BLOCK_THREADS; i < in.parts * 2u; i += GPUOS_BLOCK_THREADS) {
+  float4 v = s.a;
+  v.x += s.b.x;
+  v.y += s.b.y;
+  v.z += s.b.z;
+  v.w += s.b.w;
+  for (unsigned i = threadIdx.x + 2u * GPUOS_BLOCK_THREADS; i < in.parts * 2u; i += GPUOS_BLOCK_THREADS) {
     const float4 x = __ldcg(p + i);
     v.x += x.x;
     v.y += x.y;
@@ -138,6 +149,11 @@ __device__ __forceinline__ float row_scale(const Input& in, unsigned r, const fl
   for (unsigned w = 0; w < kWarps; ++w) s += red[w * kMaxRows + r];
   return rsqrtf(s / static_cast<float>(in.K) + in.eps);
 }
+
+/// project's `ready` where none is given.
+struct NoReady {
+  __device__ void operator()() const {}
+};
 
 /// The projections' weights in the order the operators stream them (the engine lays them out so at load:
 /// llama_engine.tile_order). Tile by tile, a tile being kRows = 16 or 8 weight rows (row i gives the
@@ -177,12 +193,15 @@ __device__ __forceinline__ float row_scale(const Input& in, unsigned r, const fl
 /// (1.313-1.317), and qkv's gains nothing more. The residual projections (`llama_resid`) were no faster
 /// with a second round.
 ///
+/// `ready()`, if given, runs in every thread right after the await, where the operator may ask for what its
+/// epilogue reads of other tasks' writes, so that those loads' round trip overlaps the products.
+///
 /// `out` holds the sums scaled by the rows' RMSNorm scales. Returns without calling `epilogue` when the
 /// task must not run (a task before it failed). Uses 4 KiB of `smem` for the reduction over warps, 512 B
 /// after it for `out` and 256 B after that for the sums; all threads enter.
-template <unsigned kRows, unsigned kDepth = 1, unsigned kAhead = kDepth, class Epilogue>
+template <unsigned kRows, unsigned kDepth = 1, unsigned kAhead = kDepth, class Epilogue, class Ready = NoReady>
 __device__ __forceinline__ void project(unsigned first, unsigned count, const bf16* tiles, const Input& in,
-                                        float* smem, Epilogue epilogue) {
+                                        float* smem, Epilogue epilogue, Ready ready = {}) {
   static_assert(kRows == 16 || kRows == 8);
   static_assert(kDepth == 1 || kDepth == 2);
   static_assert(kAhead >= 1 && kAhead <= kDepth);
@@ -218,7 +237,8 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, const bf
   if (!gpuos::await_inputs()) return;
   if constexpr (kDepth == 2 && kAhead == 1) ask(na);
   // The RMSNorm's sums, in flight through the first tile's products.
-  const float4 ss = in.ss ? row_sums_load(in) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const RowSums ss = in.ss ? row_sums_load(in) : RowSums{};
+  ready();
   float* const sums = smem + kWarps * 32u * 4u + 16u * kMaxRows;
   float rs = 1.0f;  // the scale of the step row whose sums this thread adds (threads < 128)
 
