@@ -337,7 +337,8 @@ inline constexpr unsigned kRoleTail = 32;
 ///
 /// A step costs the tiles and two barriers when the item waits for nothing (its predecessors ran here):
 /// the next items' headers, payloads and waits are copied into shared memory while the tiles run
-/// (cp.async), the tiles' context is written to shared memory by thread 0 before the first barrier, a
+/// (cp.async), the tiles' context and what the item needs after its tiles (RoleShared::cur, ::tail) are
+/// written to shared memory before the first barrier, a
 /// built-in operator's tiles are inlined (direct_tile), and a node completed here whose successors all run
 /// here is neither released nor counted (the barrier orders its writes for this block; the block releases
 /// them before anything leaves it). A node other roles wait for costs a release fence and one atomic, in
