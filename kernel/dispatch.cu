@@ -337,7 +337,8 @@ inline constexpr unsigned kRoleTail = 32;
 ///
 /// A step costs the tiles and two barriers when the item waits for nothing (its predecessors ran here):
 /// the next items' headers, payloads and waits are copied into shared memory while the tiles run
-/// (cp.async), the tiles' context is written to shared memory by thread 0 before the first barrier, a
+/// (cp.async), the tiles' context and what the item needs after its tiles (RoleShared::cur, ::tail) are
+/// written to shared memory before the first barrier, a
 /// built-in operator's tiles are inlined (direct_tile), and a node completed here whose successors all run
 /// here is neither released nor counted (the barrier orders its writes for this block; the block releases
 /// them before anything leaves it). A node other roles wait for costs a release fence and one atomic, in
@@ -375,8 +376,8 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
   wait_async();
   __syncthreads();
   PlacedNode* const pnodes = reinterpret_cast<PlacedNode*>(rs.pnodes);
-  uint32_t unreleased = GPUOS_OP_NO_WRITES;  // kRoleTail's: what the block wrote since its last release
-  bool bad_local = false;                    // every thread's alike
+  if (tid == kRoleTail) rs.tail.unreleased = GPUOS_OP_NO_WRITES;
+  bool bad_local = false;  // every thread's alike
   for (uint32_t i = begin; i < end; ++i) {
     const PlacedItem it = rs.item[i % 3];
     // The next items' words, while this one waits and runs.
@@ -407,50 +408,70 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
       TaskRecord& rec = reinterpret_cast<TaskRecord*>(rs.recs)[it.node];
       worker_shared.tile_ctx[i % 2] = TileCtx{it.first + it.count - 1, pl.tiles, rs.ticket, smem, &rec.scratch};
     }
+    if (tid == kRoleTail) {
+      const uint32_t n = pl.tiles;
+      rs.tail.done = &pn.done;
+      rs.tail.chunk_add = it.count + (it.first == 0 ? 1u : 0u);
+      rs.tail.complete_at = (k - 1) * placed_weight(n) + n;
+      rs.tail.publish_add = !claiming && it.count == n ? placed_weight(n) : 1u;
+    }
     if (waits && !early && tid < 32) {
       const bool sk = role_wait(rs, it, rs.wait[i % 2], bad_local);
       if (tid == 0) rs.skip = sk;
     }
+    if (tid == 0) {
+      const bool sk = waits && !early && rs.skip;  // thread 0's own store
+      rs.cur.op = sk ? nullptr : vop;
+      rs.cur.st = sk ? kTaskOk : vst;
+      rs.cur.flags = (claiming ? kCurClaim : 0u) | (early ? kCurEarly : 0u) |
+                     (!claiming && it.count == pl.tiles ? kCurWhole : 0u) | (it.flags & kPlacedSink ? kCurSink : 0u) |
+                     (it.flags & kPlacedPublish ? kCurPublish : 0u);
+      rs.cur.count = it.count;
+    }
     // The item's context (thread 0's), its wait, and, after an item that awaited its inputs, thread 0's
     // reset of await_state.ok past that item's barrier, for every thread.
     __syncthreads();
-    bool skip = waits && !early && rs.skip;
-    uint32_t st = skip ? kTaskOk : vst;
-    const OpEntry* op = skip ? nullptr : vop;
-    const TileCtx& ctx = worker_shared.tile_ctx[i % 2];
-    uint32_t ran = it.count;
-    if (!claiming) {
-      if (op) {
-        work_begin(sh, rs.ticket, pl.op, ctx.tile);
-        direct_tile(op->tile, pl.args, ctx, it.count);
-        work_end(sh);
+    {
+      const bool skip = waits && !early && rs.skip;
+      const OpEntry* const op = skip ? nullptr : vop;
+      const TileCtx& ctx = worker_shared.tile_ctx[i % 2];
+      if (!claiming) {
+        if (op) {
+          work_begin(sh, rs.ticket, pl.op, ctx.tile);
+          direct_tile(op->tile, pl.args, ctx, it.count);
+          work_end(sh);
+        }
+      } else {
+        rs.cur.count = run_claiming_item(pn, op, pl, ctx);  // every thread's alike
       }
-    } else {
-      ran = run_claiming_item(pn, op, pl, ctx);
     }
-    if (early) {
+    const volatile RoleShared& vrs = rs;
+    const OpEntry* op = vrs.cur.op;
+    uint32_t st = vrs.cur.st;
+    const uint32_t cf = vrs.cur.flags;
+    const uint32_t ran = vrs.cur.count;  // a claiming item's tiles
+    bool skip = op == nullptr && st == kTaskOk;
+    if (cf & kCurEarly) {
       // The wait, if the operator did not get to it (a no-op if it did); what it found decides as a
       // wait before the call does (the operator wrote nothing when it found a failure).
-      skip = gpuos_await_inputs() == 0;
-      if (skip) {
+      if (gpuos_await_inputs() == 0) {
+        skip = true;
         st = kTaskOk;
         op = nullptr;  // no finish function; its writes are none
       }
     }
-    // Read before the barrier: past it, a warp that reaches the next item copies the item after that
-    // one's payload into this one's place (role_fetch_node) while other warps may still be here.
-    const uint32_t tiles = pl.tiles;
     wait_async();
     __syncthreads();  // the tiles' writes for the whole block; the next items' words
-    if (early && tid == 0) await_state.ok = 1;  // every thread read it before the barrier
-    const bool whole = !claiming && it.count == tiles;
+    if ((cf & kCurEarly) && tid == 0) await_state.ok = 1;  // every thread read it before the barrier
+    const bool claiming_ = cf & kCurClaim, whole = cf & kCurWhole;
     // A chunk of a spread node that nothing waits for the end of (no finish function, not a sink):
     // counted without learning whether it was the last, its first chunk adding the node's + 1.
-    const bool counted = !whole && !claiming && !(it.flags & kPlacedSink) && !(op && op->finish);
+    const bool counted = !whole && !claiming_ && !(cf & kCurSink) && !(op && op->finish);
     const bool bad = skip || st != kTaskOk;
     bool last = !counted;
     if (tid == kRoleTail) {
-      unreleased = merge_writes(unreleased, write_flags(op));
+      uint32_t unreleased = merge_writes(rs.tail.unreleased, write_flags(op));
+      uint32_t* const done = rs.tail.done;
       if (bad) {
         dev_ref<uint32_t>(pn.bad).store(k, cuda::memory_order_relaxed);
         unreleased = merge_writes(unreleased, 0u);  // the mark leaves the block like a write
@@ -461,23 +482,24 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
         }
       }
       if (counted) {
+        const uint32_t add = rs.tail.chunk_add;
         release_flags<true>(unreleased);
         unreleased = GPUOS_OP_NO_WRITES;
-        const uint32_t add = ran + (it.first == 0 ? 1u : 0u);
-        asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(&pn.done), "r"(add) : "memory");
+        asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(done), "r"(add) : "memory");
       } else if (!whole) {
         // Count this block's tiles; the block that counts the last ones completes the node.
+        const uint32_t complete_at = rs.tail.complete_at;
         release_flags<true>(unreleased);
         unreleased = GPUOS_OP_NO_WRITES;
-        const uint32_t old = ran ? dev_ref<uint32_t>(pn.done).fetch_add(ran, cuda::memory_order_relaxed) : 0u;
-        const uint32_t w = placed_weight(tiles);
-        rs.last = ran != 0 && old + ran == (k - 1) * w + tiles;
+        const uint32_t old = ran ? dev_ref<uint32_t>(*done).fetch_add(ran, cuda::memory_order_relaxed) : 0u;
+        rs.last = ran != 0 && old + ran == complete_at;
         // Acquire: the other blocks' tiles; their release travels on with this block's count below.
         if (rs.last) {
           fence_acquire();
           unreleased = merge_writes(write_flags(op), 0u);
         }
       }
+      rs.tail.unreleased = unreleased;
     }
     bad_local = bad_local || bad;
     // A failed node's mark (kRoleTail's store) before a later item's wait reads it (run only once a node
@@ -490,21 +512,20 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
     if (!last) continue;
     if (op && op->finish) {
       work_begin(sh, rs.ticket, pl.op, kWorkFinish);
-      op->finish(pl.args, ctx);
+      op->finish(pl.args, worker_shared.tile_ctx[i % 2]);
       work_end(sh);
       __syncthreads();
     }
     if (tid == kRoleTail) {
-      const bool publish = (it.flags & kPlacedPublish) || !whole;
-      const bool sink = it.flags & kPlacedSink;
+      const bool publish = (cf & kCurPublish) || !whole;
+      const bool sink = cf & kCurSink;
+      uint32_t* const done = rs.tail.done;
+      const uint32_t add = rs.tail.publish_add;
       if (publish || sink) {
-        release_flags<true>(unreleased);
-        unreleased = GPUOS_OP_NO_WRITES;
+        release_flags<true>(rs.tail.unreleased);
+        rs.tail.unreleased = GPUOS_OP_NO_WRITES;
       }
-      if (publish) {
-        const uint32_t add = whole ? placed_weight(tiles) : 1u;
-        asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(&pn.done), "r"(add) : "memory");
-      }
+      if (publish) asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(done), "r"(add) : "memory");
       if (sink && sink_done(x, rs.nsinks)) {
         // The gang ends with its launch: every node is complete, so every role is past its last wait.
         dev_ref<uint32_t>(p.state->gang_busy).store(0u, cuda::memory_order_relaxed);
@@ -512,7 +533,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
       }
     }
   }
-  if (tid == kRoleTail) release_flags<true>(unreleased);
+  if (tid == kRoleTail) release_flags<true>(rs.tail.unreleased);
   __syncthreads();
 }
 

@@ -424,7 +424,30 @@ struct RoleShared {
   uint32_t bad_local;   // a node this role completed in this launch failed or did not run
   uint64_t claim_old;   // a claiming item's last claim, as the claim word was before it
   TileClaims claims;    // how a claiming item's adapter claims on
+  // What run_role needs of an item after its tiles, written before them. Here, not in registers: kept
+  // there across the inlined tiles, the compiler spills them, and their reloads after the item's acquire
+  // (which drops the SM's L1) are round trips to L2 on the way to the hand-over, one of them after the
+  // release fence (the 1B Llama step 1.100 ms against 1.107 on an H200).
+  /// Every thread's, written by thread 0 before the item's barrier, read after the tiles before the
+  /// barrier after them (a single slot: thread 0 writes the next item's after that barrier).
+  struct {
+    const OpEntry* op;  // null: the item does not run (a predecessor failed or did not run, or validate)
+    uint32_t st;        // validate's status; kTaskOk when a predecessor failed or did not run
+    uint32_t flags;     // kCur*
+    uint32_t count;     // its tiles (a claiming item's: those it claimed, written after them)
+  } cur;
+  /// The tail thread's (kRoleTail), written and read by it alone.
+  struct {
+    uint32_t* done;        // the item's node's PlacedNode::done
+    uint32_t unreleased;   // what the block wrote since its last release (merge_writes)
+    uint32_t chunk_add;    // a counted chunk's count: its tiles, + 1 for the node's first chunk
+    uint32_t complete_at;  // the node's done when this launch has counted all its tiles
+    uint32_t publish_add;  // a completed node's count
+  } tail;
 };
+/// RoleShared::cur's flags: a claiming item; its operator awaits its inputs itself; it holds all its
+/// node's tiles; its node is a sink; its node is published (PlacedItem::flags).
+inline constexpr uint32_t kCurClaim = 1u, kCurEarly = 2u, kCurWhole = 4u, kCurSink = 8u, kCurPublish = 16u;
 static_assert(offsetof(RoleShared, item) % 16 == 0 && offsetof(RoleShared, payload) % 16 == 0);
 static_assert(sizeof(RoleShared) <= 2 * sizeof(TaskRecord));
 
