@@ -449,7 +449,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
     const OpEntry* op = vrs.cur.op;
     uint32_t st = vrs.cur.st;
     const uint32_t cf = vrs.cur.flags;
-    const uint32_t ran = vrs.cur.count;  // a claiming item's tiles
+    const uint32_t ran = vrs.cur.count;  // the tiles the block ran (a claiming item's: those it claimed)
     bool skip = op == nullptr && st == kTaskOk;
     if (cf & kCurEarly) {
       // The wait, if the operator did not get to it (a no-op if it did); what it found decides as a
@@ -463,7 +463,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
     wait_async();
     __syncthreads();  // the tiles' writes for the whole block; the next items' words
     if ((cf & kCurEarly) && tid == 0) await_state.ok = 1;  // every thread read it before the barrier
-    const bool claiming_ = cf & kCurClaim, whole = cf & kCurWhole;
+    const bool claiming_ = cf & kCurClaim, whole = cf & kCurWhole;  // from rs.cur, not kept across the tiles
     // A chunk of a spread node that nothing waits for the end of (no finish function, not a sink):
     // counted without learning whether it was the last, its first chunk adding the node's + 1.
     const bool counted = !whole && !claiming_ && !(cf & kCurSink) && !(op && op->finish);
