@@ -61,17 +61,18 @@ def forced_fp32(model_dir: str, seq: list[int], first: int) -> torch.Tensor:
 
 
 def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int], ops_dir: str | None = None,
-              fold_norms: bool = True, **runtime) -> tuple[list[int], torch.Tensor, list[int], dict]:
+              fold_norms: bool = True, engine: dict | None = None,
+              **runtime) -> tuple[list[int], torch.Tensor, list[int], dict]:
     """Greedy decoding by the gpuos engine, twice on one runtime: free running (tokens, each step's
     logits), then fed forced[s - 1] at step s instead of its own last token (teacher forcing: its tokens).
-    Also the timings of the first."""
+    Also the timings of the first. `engine`: more Engine keyword arguments."""
     import gpuos
     from llama_engine import MAX_ROWS, Engine
 
     with gpuos.Runtime(**runtime) as rt:
         t0 = time.perf_counter()
         eng = Engine(rt, model_dir, slots=1, max_pos=max(64, -(-(len(prompt) + steps) // 64) * 64), keep_logits=True,
-                     ops_dir=ops_dir, fold_norms=fold_norms)
+                     ops_dir=ops_dir, fold_norms=fold_norms, **(engine or {}))
         t1 = time.perf_counter()
 
         def decode(feeds: list[int] | None) -> tuple[list[int], list[torch.Tensor]]:
@@ -94,7 +95,7 @@ def run_gpuos(model_dir: str, prompt: list[int], steps: int, forced: list[int], 
 
 
 def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1, ops_dir: str | None = None,
-            fold_norms: bool = True, **runtime) -> dict:
+            fold_norms: bool = True, engine: dict | None = None, **runtime) -> dict:
     import json as _json
     from pathlib import Path
 
@@ -103,7 +104,7 @@ def compare(model_dir: str, prompt_len: int = 32, steps: int = 64, seed: int = 1
     prompt = torch.randint(0, vocab, (prompt_len,), generator=g).tolist()
     ref_toks, ref_logits = reference(model_dir, prompt, steps)
     gp_toks, gp_logits, forced_toks, timing = run_gpuos(model_dir, prompt, steps, ref_toks, ops_dir, fold_norms,
-                                                        **runtime)
+                                                        engine, **runtime)
     same = next((i for i, (a, b) in enumerate(zip(ref_toks, gp_toks)) if a != b), steps)
     # Contexts agree for the steps up to and including the first differing token.
     n = min(steps, same + 1)

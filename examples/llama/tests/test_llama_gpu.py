@@ -19,9 +19,20 @@ def test_tiny_model_matches_transformers(tiny_model, fold_norms):
 
 
 def test_eight_query_heads_per_kv_head_match_transformers(tiny_g8_model):
-    # Attention's threads beyond the first 4 query heads load their values apart; 32 + 64 positions
-    # take two chunks of 64, so the chunks' combination runs too.
+    # Each of a KV head's 8 query heads attends in tiles of its own over the same keys and values;
+    # 32 + 64 positions take two chunks of 64, a tile each, so the tiles' combination runs too.
     r = check_reference.compare(tiny_g8_model, prompt_len=32, steps=64)
+    assert r["same_tokens"] >= 32, r
+    assert r["ok_err"] and r["ok_step"], r
+
+
+@pytest.mark.parametrize("attn", [dict(attn_parts=1), dict(attn_parts=2, chunk=16)],
+                         ids=["one_tile_of_two_chunks", "two_tiles_of_three_chunks"])
+def test_attention_tiles_of_several_chunks_match_transformers(tiny_g8_model, attn):
+    # An attention tile folds its chunks into its statistics one after another: up to 96 positions in
+    # one tile of two 64-position chunks, or in two tiles of three 16-position chunks each, which the
+    # last of them combines.
+    r = check_reference.compare(tiny_g8_model, prompt_len=32, steps=64, engine=attn)
     assert r["same_tokens"] >= 32, r
     assert r["ok_err"] and r["ok_step"], r
 
