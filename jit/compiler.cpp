@@ -450,8 +450,8 @@ std::vector<std::string> scan_operator_names(std::string_view source) {
     const std::size_t first = s.find_first_not_of(" \t", bol);
     if (first != std::string::npos && s[first] == '#') continue;
     std::size_t i = pos + kMacro.size();
-    for (std::string_view suffix : {"_RANGES_WITH_FINISH", "_RANGES", "_WITH_FINISH_FLAGS", "_WITH_FINISH",
-                                     "_NOARGS_FLAGS", "_NOARGS", "_FLAGS"})
+    for (std::string_view suffix : {"_RANGES_WITH_FINISH", "_RANGES", "_STREAMS_WITH_FINISH", "_STREAMS",
+                                     "_WITH_FINISH_FLAGS", "_WITH_FINISH", "_NOARGS_FLAGS", "_NOARGS", "_FLAGS"})
       if (s.compare(i, suffix.size(), suffix) == 0) {
         i += suffix.size();
         break;

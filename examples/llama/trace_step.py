@@ -84,6 +84,13 @@ __device__ __forceinline__ unsigned smid() {{
     FN(a, c, n);                                                                                        \
     LLAMA_TRACE_RECORD(KIND, c.tile, n)                                                                 \
   }}
+#define LLAMA_TRACED_STREAMS(FN, ARGS, KIND)                                                           \
+  __device__ void FN##_traced(const ARGS& a, const gpuos::TileCtx& c, unsigned n, gpuos::TileRuns& runs) {{ \
+    const unsigned long long t0 = llama::gtime();                                                       \
+    const unsigned before = runs.ran();                                                                 \
+    FN(a, c, n, runs);                                                                                  \
+    LLAMA_TRACE_RECORD(KIND, c.tile, n + runs.ran() - before)                                           \
+  }}
 """
 
 
@@ -155,7 +162,8 @@ def traced_ops(buf: torch.Tensor, dst: Path, src: Path = OPS_DIR) -> Path:
         src = f.read_text()
         m = re.search(r"GPUOS_OPERATOR(\w*)\((\w+), (\w+), (\w+)", src)
         macro, op, args, fn = m.groups()
-        traced = "LLAMA_TRACED_RANGES" if macro.startswith("_RANGES") else "LLAMA_TRACED"
+        traced = ("LLAMA_TRACED_RANGES" if macro.startswith("_RANGES") else
+                  "LLAMA_TRACED_STREAMS" if macro.startswith("_STREAMS") else "LLAMA_TRACED")
         src = src[: m.start()] + f"{traced}({fn}, {args}, {KINDS[name]})\n" + \
             f"GPUOS_OPERATOR{macro}({op}, {args}, {fn}_traced" + src[m.end():]
         f.write_text(src)

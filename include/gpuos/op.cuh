@@ -19,6 +19,17 @@
 //   __device__ void scale_range(const ScaleArgs& a, const gpuos::TileCtx& c, unsigned count);
 //   // runs tiles c.tile - count + 1 .. c.tile (count >= 1), in any order; c.smem free when it starts
 //
+// A large task's tiles are claimed at run time in runs, one call of the range function per run. An
+// operator that streams through long runs may instead give a stream function, which is also handed the
+// block's next runs and may go on with them in the same call, so that its loads stay in flight from one
+// run to the next (GPUOS_OPERATOR_STREAMS):
+//
+//   __device__ void scale_stream(const ScaleArgs& a, const gpuos::TileCtx& c, unsigned count,
+//                                gpuos::TileRuns& runs);
+//   // runs tiles c.tile - count + 1 .. c.tile (count >= 1), then, for as long as it likes, the runs
+//   // runs.next() hands it (each the same way: its highest tile and its length); what it leaves is
+//   // handed to later calls
+//
 // A tile function may use threadIdx/blockDim (blockDim.x == GPUOS_BLOCK_THREADS), __syncthreads() (all
 // threads of the block enter the tile function together), ctx.smem, and ctx.scratch. It must not
 // return before the other threads of its block when it uses __syncthreads, and must not wait on other
@@ -64,6 +75,31 @@ struct TileClaims {
   unsigned int spread_inv;   ///< later claims ask for (tiles left) / d, d = the spread x the grid, as
                              ///< __umulhi(tiles left, spread_inv), spread_inv = ceil(2^32 / d) ...
   unsigned int max;          ///< ... at most max, at least 1
+};
+
+/// The runs of a task's tiles a block runs, one after another: for a stream function (GPUOS_OPERATOR_STREAMS),
+/// the runs after the one it was called for. A block's tiles of a placed item are one run; a claimed
+/// batch is a run, and the next claim is issued as the run before it is handed out, so that its round
+/// trip overlaps the tiles (TileClaims; the claims are those a range function's calls would get).
+class TileRuns {
+ public:
+  /// No runs after the first (a placed item's tiles, a plain task's tiles run without claims).
+  TileRuns() = default;
+  /// Claims on after a first run of `count` tiles: issues the claim ahead while a grid's worth of tiles
+  /// is unclaimed.
+  __device__ TileRuns(TileClaims* claims, unsigned int count);
+  /// All threads of the block, together (it holds barriers): the next run, its highest tile in `top` and
+  /// its length in `count`, which the caller must then run; false when there is none. Waits for the
+  /// claim's result if it is still in flight.
+  __device__ bool next(unsigned int& top, unsigned int& count);
+  /// Tiles of the runs handed out so far, the first run's included.
+  __device__ unsigned int ran() const { return ran_; }
+
+ private:
+  TileClaims* claims_ = nullptr;
+  unsigned long long old_ = 0ull;  ///< thread 0's: the claim in flight, as the claim word was before it
+  unsigned int take_ = 0, left_ = 0, ran_ = 0;
+  bool more_ = false, ahead_ = false;
 };
 
 // The jump-table signatures (gpuos/op_entry.h). TileRangeFn runs `count` tiles of the task on the calling
@@ -152,6 +188,9 @@ inline constexpr bool tile_signature_ok =
 template <class Args, class Fn>
 inline constexpr bool range_signature_ok =
     cuda::std::is_same_v<Fn, void (*)(const Args&, const TileCtx&, unsigned int)>;
+template <class Args, class Fn>
+inline constexpr bool stream_signature_ok =
+    cuda::std::is_same_v<Fn, void (*)(const Args&, const TileCtx&, unsigned int, TileRuns&)>;
 
 /// `count` tiles from c.tile down, one call of `run` per tile, with a barrier between consecutive tiles:
 /// the batch of an operator given a tile function.
@@ -182,44 +221,56 @@ __device__ __forceinline__ unsigned long long claim_issue(unsigned long long* wo
 }
 
 /// The claiming adapter's loop: `count` tiles from ctx.tile down (one call of `batch` with the batch's
-/// context, its tile the batch's highest, and its count); then claims of claims->take tiles (later about
-/// (tiles left) / (spread x grid), clamped to [1, claims->max]), each issued as the previous batch starts
-/// while a grid's worth of tiles is unclaimed (after it, once fewer are), until a claim finds no tile or
-/// takes the last ones. The claim word's high half is the task's remaining tile count (TileClaims::word);
-/// a claim that saw `rem` > 0 owns tiles rem - 1 down to rem - got. The claim's result register is first
-/// read after the batch: the tiles run while it is in flight.
+/// context, its tile the batch's highest, its count, and the runs after it, which a stream function may
+/// go on with), then each further run TileRuns hands out, until there is none. Returns the tiles run.
 template <class Batch>
 __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned int count, TileClaims* claims,
                                                     Batch batch) {
+  TileRuns runs(claims, count);
   TileCtx t = c;
-  unsigned long long* const word = claims->word;
-  unsigned int top = c.tile, n = count, take = claims->take, left = claims->left, ran = 0;
-  bool claim_more = true;
-  for (;;) {
-    // Ahead only while at least a grid's worth of tiles is unclaimed: with fewer, a tile taken ahead
-    // could have gone to a block that has none (a task of few tiles, the end of a large one).
-    const bool ahead = claim_more && left >= gridDim.x;
-    unsigned long long old = ahead ? claim_issue(word, take) : 0ull;
+  unsigned int top = c.tile, n = count;
+  do {
     t.tile = top;
-    batch(t, n);
-    ran += n;
-    if (!claim_more) return ran;
-    if (!ahead) old = claim_issue(word, take);
-    if (threadIdx.x == 0) claims->slot = old;
-    __syncthreads();  // the batch's end for every thread, and the claim's result in shared memory
-    const int rem = static_cast<int>(static_cast<unsigned int>(claims->slot >> 32));
-    if (rem <= 0) return ran;
-    n = static_cast<unsigned int>(rem) < take ? static_cast<unsigned int>(rem) : take;
-    top = static_cast<unsigned int>(rem) - 1u;
-    left = static_cast<unsigned int>(rem) - n;
-    claim_more = left > 0;  // else this claim took the last tiles
-    const unsigned int share = __umulhi(static_cast<unsigned int>(rem), claims->spread_inv);
-    take = share < 1u ? 1u : (share > claims->max ? claims->max : share);
-    __syncthreads();  // every thread read the slot before thread 0 writes it again
-  }
+    batch(t, n, runs);
+  } while (runs.next(top, n));
+  return runs.ran();
 }
 
 }  // namespace detail
+
+// The claims: take_ tiles a claim (later about (tiles left) / (spread x grid), clamped to [1, max]), each
+// issued as the run before it is handed out while a grid's worth of tiles is unclaimed (else when the run
+// is asked for: with fewer, a tile taken ahead could have gone to a block that has none, at a task's
+// end), until a claim finds no tile or takes the last ones. The claim word's high half is the task's
+// remaining tile count (TileClaims::word); a claim that saw `rem` > 0 owns tiles rem - 1 down to rem - got.
+__device__ __forceinline__ TileRuns::TileRuns(TileClaims* claims, unsigned int count)
+    : claims_(claims), take_(claims->take), left_(claims->left), ran_(count), more_(true) {
+  ahead_ = left_ >= gridDim.x;
+  if (ahead_) old_ = detail::claim_issue(claims_->word, take_);
+}
+
+__device__ __forceinline__ bool TileRuns::next(unsigned int& top, unsigned int& count) {
+  if (!more_) return false;
+  if (!ahead_) old_ = detail::claim_issue(claims_->word, take_);
+  if (threadIdx.x == 0) claims_->slot = old_;
+  __syncthreads();  // the run before's end for every thread, and the claim's result in shared memory
+  const int rem = static_cast<int>(static_cast<unsigned int>(claims_->slot >> 32));
+  if (rem <= 0) {
+    more_ = false;
+    return false;
+  }
+  count = static_cast<unsigned int>(rem) < take_ ? static_cast<unsigned int>(rem) : take_;
+  top = static_cast<unsigned int>(rem) - 1u;
+  left_ = static_cast<unsigned int>(rem) - count;
+  more_ = left_ > 0;  // else this claim took the last tiles
+  ran_ += count;
+  const unsigned int share = __umulhi(static_cast<unsigned int>(rem), claims_->spread_inv);
+  take_ = share < 1u ? 1u : (share > claims_->max ? claims_->max : share);
+  __syncthreads();  // every thread read the slot before thread 0 writes it again
+  ahead_ = more_ && left_ >= gridDim.x;
+  if (ahead_) old_ = detail::claim_issue(claims_->word, take_);
+  return true;
+}
 
 }  // namespace gpuos
 
@@ -238,26 +289,43 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
   static_assert(::gpuos::detail::range_signature_ok<ARGS, decltype(&FN)>,                             \
                 "gpuos operator '" #NAME "': " #FN " must be declared as "                           \
                 "__device__ void " #FN "(const " #ARGS "&, const gpuos::TileCtx&, unsigned)");
+#define GPUOS_OP_STREAM_CHECK_(NAME, ARGS, FN)                                                          \
+  GPUOS_OP_ARGS_CHECK_(NAME, ARGS)                                                                   \
+  static_assert(::gpuos::detail::stream_signature_ok<ARGS, decltype(&FN)>,                            \
+                "gpuos operator '" #NAME "': " #FN " must be declared as "                           \
+                "__device__ void " #FN "(const " #ARGS "&, const gpuos::TileCtx&, unsigned, "      \
+                "gpuos::TileRuns&)");
 
-/// The adapters gpuos_op_NAME_tile (a TileRangeFn) and gpuos_op_NAME_claim (a TileClaimFn): BATCH on each
-/// run of consecutive tiles the block runs, `bc` the run's context (bc.tile its highest tile) and `bn` its
-/// length. The range adapter is inline: the kernel's dispatch loops call it by name where they can (a
-/// built-in's; a loaded one's with GPUOS_INLINE_OPERATORS=1), and its jump-table row, which takes its
-/// address, keeps an out-of-line copy for calls through the row.
-#define GPUOS_OP_ADAPTERS_(NAME, BATCH)                                                              \
+/// The adapters gpuos_op_NAME_tile (a TileRangeFn) and gpuos_op_NAME_claim (a TileClaimFn): on each run of
+/// consecutive tiles the block runs, RANGE_BATCH (the range adapter's one run) or CLAIM_BATCH (the
+/// claiming adapter's), `bc` the run's context (bc.tile its highest tile), `bn` its length and, in
+/// CLAIM_BATCH, `runs` the runs after it. The range adapter is inline: the kernel's dispatch loops call
+/// it by name where they can (a built-in's; a loaded one's with GPUOS_INLINE_OPERATORS=1), and its
+/// jump-table row, which takes its address, keeps an out-of-line copy for calls through the row.
+#define GPUOS_OP_ADAPTERS2_(NAME, RANGE_BATCH, CLAIM_BATCH)                                          \
   extern "C" __device__ __forceinline__ void gpuos_op_##NAME##_tile(const void* a,                  \
                                                                     const ::gpuos::TileCtx& bc,   \
                                                                     unsigned int bn) {            \
     (void)a;                                                                                       \
-    BATCH;                                                                                         \
+    RANGE_BATCH;                                                                                   \
   }                                                                                                \
   extern "C" __device__ unsigned int gpuos_op_##NAME##_claim(const void* a, const ::gpuos::TileCtx& c, \
                                                              unsigned int count,                   \
                                                              ::gpuos::TileClaims* claims) {        \
     (void)a;                                                                                       \
-    return ::gpuos::detail::run_claimed(c, count, claims,                                          \
-                                        [&](const ::gpuos::TileCtx& bc, unsigned int bn) { BATCH; }); \
+    return ::gpuos::detail::run_claimed(                                                           \
+        c, count, claims, [&](const ::gpuos::TileCtx& bc, unsigned int bn, ::gpuos::TileRuns& runs) { \
+          (void)runs;                                                                              \
+          CLAIM_BATCH;                                                                             \
+        });                                                                                        \
   }
+/// The adapters for BATCH, which does not use `runs`: each run, one call.
+#define GPUOS_OP_ADAPTERS_(NAME, BATCH) GPUOS_OP_ADAPTERS2_(NAME, BATCH, BATCH)
+/// The adapters of an operator given a stream function: the range adapter hands it no runs after its
+/// own, the claiming adapter the claimed ones.
+#define GPUOS_OP_STREAM_ADAPTERS_(NAME, ARGS, STREAM_FN)                                             \
+  GPUOS_OP_ADAPTERS2_(NAME, ::gpuos::TileRuns none; STREAM_FN(*static_cast<const ARGS*>(a), bc, bn, none), \
+                      STREAM_FN(*static_cast<const ARGS*>(a), bc, bn, runs))
 
 /// The adapters of an operator given a tile function: CALL on each tile, with its context `t`.
 #define GPUOS_OP_TILES_(NAME, CALL) \
@@ -309,6 +377,24 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
 #define GPUOS_OPERATOR_RANGES_WITH_FINISH(NAME, ARGS, RANGE_FN, FINISH_FN, FLAGS)                    \
   GPUOS_OP_RANGE_CHECK_(NAME, ARGS, RANGE_FN)                                                      \
   GPUOS_OP_ADAPTERS_(NAME, RANGE_FN(*static_cast<const ARGS*>(a), bc, bn))                         \
+  GPUOS_OP_FINISH_(NAME, ARGS, FINISH_FN)                                                          \
+  extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
+      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, &gpuos_op_##NAME##_finish, sizeof(ARGS), (FLAGS)};
+
+/// Declares operator NAME given a stream function STREAM_FN(const ARGS&, const gpuos::TileCtx& c, unsigned
+/// count, gpuos::TileRuns& runs), which runs tiles c.tile - count + 1 .. c.tile (count >= 1) and then may go
+/// on in the same call with each run runs.next() hands it (a large task's next claimed batch), with
+/// OpEntry flags. The runs it does not take are handed to later calls, one call each.
+#define GPUOS_OPERATOR_STREAMS(NAME, ARGS, STREAM_FN, FLAGS)                                        \
+  GPUOS_OP_STREAM_CHECK_(NAME, ARGS, STREAM_FN)                                                    \
+  GPUOS_OP_STREAM_ADAPTERS_(NAME, ARGS, STREAM_FN)                                                  \
+  extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
+      &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, nullptr, sizeof(ARGS), (FLAGS)};
+
+/// As GPUOS_OPERATOR_STREAMS, with a finish function run once, on one block, after all tiles.
+#define GPUOS_OPERATOR_STREAMS_WITH_FINISH(NAME, ARGS, STREAM_FN, FINISH_FN, FLAGS)                  \
+  GPUOS_OP_STREAM_CHECK_(NAME, ARGS, STREAM_FN)                                                    \
+  GPUOS_OP_STREAM_ADAPTERS_(NAME, ARGS, STREAM_FN)                                                  \
   GPUOS_OP_FINISH_(NAME, ARGS, FINISH_FN)                                                          \
   extern "C" __device__ const ::gpuos::OpEntry gpuos_op_##NAME##_entry = {                         \
       &gpuos_op_##NAME##_tile, &gpuos_op_##NAME##_claim, &gpuos_op_##NAME##_finish, sizeof(ARGS), (FLAGS)};

@@ -103,25 +103,51 @@ __device__ void order_slow_tile(const OrderArgs& a, const gpuos::TileCtx&) {
 GPUOS_OPERATOR(order_slow, OrderArgs, order_slow_tile)
 )";
 
-// The same check by an operator given a range function (GPUOS_OPERATOR_RANGES): one call runs tiles
-// c.tile - n + 1 .. c.tile and counts them all at once; a range outside the task's tiles is a violation,
-// and a call of more than one tile is counted in violations[1].
-const std::string kOrderRangesSource = kOrderArgsSource + R"(
-__device__ void order_ranges(const OrderArgs& a, const gpuos::TileCtx& c, unsigned n) {
-  if (threadIdx.x != 0) return;
-  if (n == 0 || n > c.tile + 1 || c.tile >= c.tiles) atomicAdd(a.violations, 1u);
-  if (n > 1) atomicAdd(a.violations + 1, 1u);
+// The same check for a run of tiles top - n + 1 .. top, counted at once: a run outside the task's tiles
+// is a violation, and so is one that spans two launches.
+const std::string kOrderRunSource = kOrderArgsSource + R"(
+__device__ void order_run(const OrderArgs& a, const gpuos::TileCtx& c, unsigned top, unsigned n) {
+  if (n == 0 || n > top + 1 || top >= c.tiles) atomicAdd(a.violations, 1u);
   const unsigned old = atomicAdd(&a.hits[a.node], n);
   const unsigned round = old / c.tiles + 1;
-  if ((old + n - 1) / c.tiles + 1 != round) atomicAdd(a.violations, 1u);  // one call spans two launches
+  if ((old + n - 1) / c.tiles + 1 != round) atomicAdd(a.violations, 1u);
   for (unsigned k = a.pred_begin[a.node]; k < a.pred_begin[a.node + 1]; ++k) {
     const unsigned p = a.preds[k];
     const unsigned seen = *static_cast<volatile const unsigned*>(&a.hits[p]);
     if (seen != a.tiles[p] * round) atomicAdd(a.violations, 1u);
   }
 }
+)";
+
+// By an operator given a range function (GPUOS_OPERATOR_RANGES): one call runs tiles c.tile - n + 1 ..
+// c.tile; a call of more than one tile is counted in violations[1].
+const std::string kOrderRangesSource = kOrderRunSource + R"(
+__device__ void order_ranges(const OrderArgs& a, const gpuos::TileCtx& c, unsigned n) {
+  if (threadIdx.x != 0) return;
+  if (n > 1) atomicAdd(a.violations + 1, 1u);
+  order_run(a, c, c.tile, n);
+}
 
 GPUOS_OPERATOR_RANGES(order_ranges, OrderArgs, order_ranges, 0u)
+)";
+
+// By an operator given a stream function (GPUOS_OPERATOR_STREAMS): a call runs its run and then every
+// run gpuos::TileRuns::next hands it (every thread calls next); each such further run is counted in
+// violations[1].
+const std::string kOrderStreamsSource = kOrderRunSource + R"(
+__device__ void order_streams(const OrderArgs& a, const gpuos::TileCtx& c, unsigned n, gpuos::TileRuns& runs) {
+  unsigned top = c.tile;
+  bool further = false;
+  do {
+    if (threadIdx.x == 0) {
+      if (further) atomicAdd(a.violations + 1, 1u);
+      order_run(a, c, top, n);
+    }
+    further = true;
+  } while (runs.next(top, n));
+}
+
+GPUOS_OPERATOR_STREAMS(order_streams, OrderArgs, order_streams, 0u)
 )";
 
 struct OrderArgs {
@@ -205,7 +231,8 @@ class OrderCheck {
   }
   unsigned violations() const { return viol_.download()[0]; }
   /// Calls of the awaiting operator (kOrderAwaitSource) made before their inputs were complete; calls of
-  /// the range operator (kOrderRangesSource) that ran more than one tile.
+  /// the range operator (kOrderRangesSource) that ran more than one tile; runs the stream operator
+  /// (kOrderStreamsSource) went on with.
   unsigned early_calls() const { return viol_.download()[1]; }
   /// Nodes whose hit count is not tiles * rounds (run too often or too rarely).
   std::size_t wrong_counts(unsigned rounds) const {
@@ -521,6 +548,53 @@ TEST_CASE("graphs: an operator with a range function runs each tile once, in cal
   const unsigned multi = plain(rt, op, op_ranges);
   MESSAGE("range calls of more than one tile in plain tasks, spread 1: " << multi);
   if (big(2, grid)) CHECK(multi > 0);
+  CHECK(test::drain_or_report(rt, 30s));
+}
+
+TEST_CASE("graphs: an operator with a stream function runs each tile once, going on with its block's claims") {
+  // Every other node runs the stream operator: a placed item's tiles are one run; a claimed node's (and a
+  // large plain task's) block takes its further claims in the same call (gpuos::TileRuns::next).
+  const DagShape shapes[] = {{17, 3, 8, 4}, {1000, 2, 1000, 4}, {300, 3, 16, 6000}, {2000, 4, 64, 3000}};
+  DagSet set(shapes, 91);
+  auto& dags = set.dags;
+  auto& checks = set.checks;
+  Runtime rt;
+  const std::uint32_t grid = rt.device_info().grid_blocks;
+  const std::uint32_t op = load_order(rt);
+  rt.load_operator_source("order_streams.cu", kOrderStreamsSource);
+  const std::uint32_t op_streams = rt.op_id("order_streams");
+  // Whether DAG i has a node of more than twice the grid's blocks in tiles (under GPUOS_TEST_SCALE it
+  // may have none): its blocks then claim more than once.
+  auto big = [&](std::size_t i) { return *std::max_element(dags[i].tiles.begin(), dags[i].tiles.end()) > 2 * grid; };
+  std::size_t further = 0;
+  bool any_big = false;
+  for (std::size_t i = 0; i < dags.size(); ++i) {
+    CAPTURE(dags[i].size());
+    CAPTURE(shapes[i].max_tiles);
+    GraphExec ge(rt, graph_of(dags[i], *checks[i], op, op_streams));
+    const Ticket a = ge.launch();
+    CHECK(rt.wait(a, test::slowed(60s)));
+    CHECK(rt.wait(ge.launch(), test::slowed(60s)));
+    CHECK(checks[i]->violations() == 0);
+    CHECK(checks[i]->wrong_counts(2) == 0);
+    further += checks[i]->early_calls();
+    any_big = any_big || big(i);
+  }
+  MESSAGE("runs taken with TileRuns::next in graph launches: " << further);
+  if (any_big) CHECK(further > 0);
+  // DAG 2 as plain tasks, each after its predecessors.
+  checks[2]->reset();
+  std::vector<Ticket> t(dags[2].size());
+  for (std::uint32_t v = 0; v < dags[2].size(); ++v) {
+    std::vector<Ticket> after;
+    for (auto p : dags[2].preds[v]) after.push_back(t[p]);
+    t[v] = rt.submit_after(checks[2]->task(v % 2 ? op_streams : op, v), after);
+  }
+  for (const Ticket& x : t) CHECK(rt.wait(x, test::slowed(30s)));
+  CHECK(checks[2]->violations() == 0);
+  CHECK(checks[2]->wrong_counts(1) == 0);
+  MESSAGE("runs taken with TileRuns::next in plain tasks: " << checks[2]->early_calls());
+  if (big(2)) CHECK(checks[2]->early_calls() > 0);
   CHECK(test::drain_or_report(rt, 30s));
 }
 

@@ -56,6 +56,12 @@ __device__ void idle(const gpuos::TileCtx&) {}
 __device__ void parts(const A& a, const gpuos::TileCtx& c, unsigned n) {
   if (threadIdx.x == 0) atomicAdd(c.scratch, static_cast<double>(n));
 }
+__device__ void stream(const A& a, const gpuos::TileCtx& c, unsigned n, gpuos::TileRuns& runs) {
+  unsigned top = c.tile;
+  do {
+    if (threadIdx.x == 0) atomicAdd(c.scratch, static_cast<double>(n));
+  } while (runs.next(top, n));
+}
 GPUOS_OPERATOR_WITH_FINISH(count_tiles, A, part, total)
 GPUOS_OPERATOR_NOARGS(idle_op, idle)
 GPUOS_OPERATOR_NOARGS_FLAGS(marker_op, idle, GPUOS_OP_NO_WRITES)
@@ -63,12 +69,15 @@ GPUOS_OPERATOR_FLAGS(host_op, A, part, GPUOS_OP_HOST_WRITES)
 GPUOS_OPERATOR_WITH_FINISH_FLAGS(host_total, A, part, total, GPUOS_OP_HOST_WRITES)
 GPUOS_OPERATOR_RANGES(count_ranges, A, parts, 0u)
 GPUOS_OPERATOR_RANGES_WITH_FINISH(range_total, A, parts, total, GPUOS_OP_HOST_WRITES)
+GPUOS_OPERATOR_STREAMS(count_streams, A, stream, 0u)
+GPUOS_OPERATOR_STREAMS_WITH_FINISH(stream_total, A, stream, total, GPUOS_OP_HOST_WRITES)
 )";
   const CompileResult r = compile("multi.cu", src, opts());
   INFO(r.error_text());
   REQUIRE(r.ok());
   CHECK(r.operators == std::vector<std::string>{"count_tiles", "idle_op", "marker_op", "host_op", "host_total",
-                                                "count_ranges", "range_total"});
+                                                "count_ranges", "range_total", "count_streams",
+                                                "stream_total"});
 }
 
 TEST_CASE("jit: operator names are scanned outside comments, strings and directives") {
@@ -92,9 +101,13 @@ GPUOS_OPERATOR(spaced, A, f)
 GPUOS_OPERATOR_RANGES(ranged, A, r, 0u)
 GPUOS_OPERATOR_RANGES_WITH_FINISH(ranged_fin, A, r, f, 0u)
 GPUOS_OPERATOR_RANGESX(suffixed3, A, r, 0u)
+GPUOS_OPERATOR_STREAMS(streamed, A, s, 0u)
+GPUOS_OPERATOR_STREAMS_WITH_FINISH(streamed_fin, A, s, f, 0u)
+GPUOS_OPERATOR_STREAMSX(suffixed4, A, s, 0u)
 )src";
   CHECK(scan_operator_names(src) == std::vector<std::string>{"spaced", "fin", "fin_flagged", "noargs", "flagged",
-                                                             "marker", "ranged", "ranged_fin"});
+                                                             "marker", "ranged", "ranged_fin", "streamed",
+                                                             "streamed_fin"});
 }
 
 TEST_CASE("jit: an operator under #if 0 is not reported; the others are") {
@@ -151,6 +164,22 @@ GPUOS_OPERATOR_RANGES(wrong_range, A, one_tile, 0u)
   CHECK(contains(d->message, "gpuos operator 'wrong_range'"));
   CHECK(contains(d->message, "one_tile must be declared as"));
   CHECK(contains(d->message, "unsigned"));
+}
+
+TEST_CASE("jit: a stream function with a range function's signature is a compile error that names it") {
+  const std::string src = R"(#include "gpuos/op.cuh"
+struct A { float* x; };
+__device__ void a_range(const A& a, const gpuos::TileCtx& c, unsigned n) {}
+GPUOS_OPERATOR_STREAMS(wrong_stream, A, a_range, 0u)
+)";
+  const CompileResult r = compile("stream_sig.cu", src, opts());
+  CHECK_FALSE(r.ok());
+  const Diagnostic* d = first_error(r);
+  REQUIRE(d != nullptr);
+  CHECK(d->line == 4);
+  CHECK(contains(d->message, "gpuos operator 'wrong_stream'"));
+  CHECK(contains(d->message, "a_range must be declared as"));
+  CHECK(contains(d->message, "gpuos::TileRuns&"));
 }
 
 TEST_CASE("jit: a source without GPUOS_OPERATOR is an error") {

@@ -196,12 +196,21 @@ struct NoReady {
 /// `ready()`, if given, runs in every thread right after the await, where the operator may ask for what its
 /// epilogue reads of other tasks' writes, so that those loads' round trip overlaps the products.
 ///
+/// With `runs` (a stream function's: a claimed node), the tiles go on past `last` with the runs it hands
+/// out, in the same stream: at the start of a run's last tile the next run is asked for (its claim was
+/// issued a run before), so that the lanes ask for its first rounds during that tile's last ones as they
+/// do for a next tile of the same run. An LM head block of the 1B shape takes ~12 claims a step; as one
+/// call each, every claim drained the rounds in flight. Taken only where each tile has more than kDepth
+/// rounds in every warp (K >= (kDepth + 1) x the block's k a round), so that no lane asks for a run's
+/// last round before the next run is known; else the runs are left to later calls.
+///
 /// `out` holds the sums scaled by the rows' RMSNorm scales. Returns without calling `epilogue` when the
 /// task must not run (a task before it failed). Uses 4 KiB of `smem` for the reduction over warps, 512 B
 /// after it for `out` and 256 B after that for the sums; all threads enter.
 template <unsigned kRows, unsigned kDepth = 1, unsigned kAhead = kDepth, class Epilogue, class Ready = NoReady>
 __device__ __forceinline__ void project(unsigned first, unsigned count, const bf16* tiles, const Input& in,
-                                        float* smem, Epilogue epilogue, Ready ready = {}) {
+                                        float* smem, Epilogue epilogue, Ready ready = {},
+                                        gpuos::TileRuns* runs = nullptr) {
   static_assert(kRows == 16 || kRows == 8);
   static_assert(kDepth == 1 || kDepth == 2);
   static_assert(kAhead >= 1 && kAhead <= kDepth);
@@ -210,7 +219,12 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, const bf
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
   const bool has_row = g < in.R;
   const bf16* xrow = in.x + static_cast<unsigned long long>(has_row ? g : 0u) * in.K;
-  const unsigned k0 = warp * kRound, last = first + count - 1u;
+  const unsigned k0 = warp * kRound;
+  unsigned last = first + count - 1u;  // the last tile of the run the products are in
+  // The run after it, once known (runs->next, at the start of `last`): its first and last tiles.
+  unsigned next_first = 0u, next_last = 0u;
+  bool has_next = false;
+  const bool go_on = runs != nullptr && in.K >= (kDepth + 1u) * kStride;
 
   // This lane's 16 B of i = 0 in the first part of a tile; the part holding k (a multiple of kRound) is
   // kRows k weights further, i 256 weights apart.
@@ -220,15 +234,22 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, const bf
     for (unsigned i = 0; i < 4u; ++i) x[i] = ld_stream(w + kRows * k + 256u * i);
   };
   uint4 a[4], na[4];
-  // The next round this lane asks for, tile lj (last + 1 once every round was asked for), k lk.
-  unsigned lj = k0 < in.K ? first : last + 1u, lk = k0;
+  // The next round this lane asks for: tile lj (lj_last + 1 once every round was asked for), k lk; lj_last
+  // is the last tile of lj's run. After the last round of a run's last tile the lane goes on with the next
+  // run's first tile if it is known and the lane is still in the products' run.
+  unsigned lj = k0 < in.K ? first : last + 1u, lk = k0, lj_last = last;
   auto ask = [&](uint4 (&x)[4]) {
-    if (lj > last) return;
+    if (lj > lj_last) return;
     load(x, lane_tile(lj), lk);
     lk += kStride;
     if (lk >= in.K) {
       lk = k0;
-      ++lj;
+      if (lj == lj_last && has_next && lj_last == last) {
+        lj = next_first;
+        lj_last = next_last;
+      } else {
+        ++lj;
+      }
     }
   };
   ask(a);
@@ -284,6 +305,12 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, const bf
   float* out = smem + kWarps * 32u * 4u;
 #pragma unroll 1
   for (unsigned j = first;; ++j) {
+    if (go_on && j == last && !has_next) {  // the same in every thread
+      unsigned top = 0u, n = 1u;
+      has_next = runs->next(top, n);
+      next_first = top + 1u - n;
+      next_last = top;
+    }
     c[0] = c[1] = c[2] = c[3] = 0.0f;
     k = k0;
     if constexpr (kDepth == 1) {
@@ -334,7 +361,12 @@ __device__ __forceinline__ void project(unsigned first, unsigned count, const bf
     }
     __syncthreads();
     epilogue(j, static_cast<const float*>(out));
-    if (j == last) break;
+    if (j == last) {
+      if (!has_next) break;
+      j = next_first - 1u;  // the loop's increment makes it next_first
+      last = next_last;
+      has_next = false;
+    }
   }
 }
 

@@ -43,11 +43,13 @@ __device__ __forceinline__ unsigned long long key_of(float score, unsigned index
 
 }  // namespace
 
-__device__ void llama_logits_tiles(const LlamaLogitsArgs& a, const gpuos::TileCtx& c, unsigned count) {
+__device__ void llama_logits_tiles(const LlamaLogitsArgs& a, const gpuos::TileCtx& c, unsigned count,
+                                   gpuos::TileRuns& runs) {
   using namespace llama;
   const unsigned H = a.dims->hidden, V = a.dims->vocab;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / kResidRows};
-  // Two rounds in flight a lane (llama::project): the head streams 525 MB for the 1B shape.
+  // Two rounds in flight a lane (llama::project): the head streams 525 MB for the 1B shape. Its tiles are
+  // claimed (a block's share in ~12 claims a step): the stream goes on from one claim to the next.
   project<16, 2>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     if (threadIdx.x >= 128u) return;
     const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4, index = j * 16u + i;
@@ -70,7 +72,7 @@ __device__ void llama_logits_tiles(const LlamaLogitsArgs& a, const gpuos::TileCt
       key = other > key ? other : key;
     }
     if (i == 0 && r < a.R) atomicMax(a.keys + r, key);
-  });
+  }, NoReady{}, &runs);
 }
 
 __device__ void llama_logits_finish(const LlamaLogitsArgs& a, const gpuos::TileCtx&) {
@@ -83,5 +85,5 @@ __device__ void llama_logits_finish(const LlamaLogitsArgs& a, const gpuos::TileC
   a.last[r] = tok;
 }
 
-GPUOS_OPERATOR_RANGES_WITH_FINISH(llama_logits, LlamaLogitsArgs, llama_logits_tiles, llama_logits_finish,
-                                  GPUOS_OP_HOST_WRITES | GPUOS_OP_AWAITS_INPUTS)
+GPUOS_OPERATOR_STREAMS_WITH_FINISH(llama_logits, LlamaLogitsArgs, llama_logits_tiles, llama_logits_finish,
+                                   GPUOS_OP_HOST_WRITES | GPUOS_OP_AWAITS_INPUTS)
