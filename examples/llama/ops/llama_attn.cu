@@ -162,9 +162,9 @@ __device__ __forceinline__ void llama_attn_tile(const LlamaAttnArgs& a, void* sm
     n = load(ch);
   }
   const bool writer = vg == 0u;  // lanes 0..3 of each warp: dimensions vd, vd + 1
+  bf16* const out = a.out + (static_cast<unsigned long long>(r) * a.heads + head) * kHeadDim;
   if (nparts == 1u) {  // the row's only tile: the output at once
     if (writer) {
-      bf16* const out = a.out + (static_cast<unsigned long long>(r) * a.heads + head) * kHeadDim;
       out[vd] = f2bf(L > 0.0f ? O0 / L : 0.0f);
       out[vd + 1u] = f2bf(L > 0.0f ? O1 / L : 0.0f);
     }
@@ -232,7 +232,7 @@ __device__ __forceinline__ void llama_attn_tile(const LlamaAttnArgs& a, void* sm
     }
     Mc = M2;
   }
-  a.out[(static_cast<unsigned long long>(r) * a.heads + head) * kHeadDim + dim] = f2bf(Lc > 0.0f ? o / Lc : 0.0f);
+  out[dim] = f2bf(Lc > 0.0f ? o / Lc : 0.0f);
 }
 
 // A block's consecutive tiles in one call. Each tile's first writes to shared memory (the query) come
