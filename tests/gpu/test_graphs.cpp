@@ -291,6 +291,47 @@ struct DagSet {
   }
 };
 
+/// Each DAG of `set` as one graph (graph_of with `op` and `op2`), launched twice; checks that every tile ran
+/// once a launch, in order. Returns the sum of the checks' second counters (OrderCheck::early_calls).
+std::size_t launch_each_twice(Runtime& rt, DagSet& set, std::uint32_t op, std::uint32_t op2) {
+  std::size_t sum = 0;
+  for (std::size_t i = 0; i < set.dags.size(); ++i) {
+    CAPTURE(i);
+    CAPTURE(set.dags[i].size());
+    GraphExec ge(rt, graph_of(set.dags[i], *set.checks[i], op, op2));
+    const Ticket a = ge.launch();
+    CHECK(rt.wait(a, test::slowed(60s)));
+    CHECK(rt.wait(ge.launch(), test::slowed(60s)));
+    CHECK(set.checks[i]->violations() == 0);
+    CHECK(set.checks[i]->wrong_counts(2) == 0);
+    sum += set.checks[i]->early_calls();
+  }
+  return sum;
+}
+
+/// Whether DAG d has a node of more than twice `grid` blocks in tiles (under GPUOS_TEST_SCALE it may have
+/// none): blocks then run several of its tiles, and claim more than once where it is claimed.
+bool has_big_node(const Dag& d, std::uint32_t grid) {
+  return *std::max_element(d.tiles.begin(), d.tiles.end()) > 2 * grid;
+}
+
+/// DAG d as plain tasks, each submitted after its predecessors (submit_after), node v running `op2` when v
+/// is odd and `op` when even; checks that every tile ran once, in order. Returns the check's second counter
+/// (OrderCheck::early_calls).
+unsigned run_plain(Runtime& rt, const Dag& d, OrderCheck& oc, std::uint32_t op, std::uint32_t op2) {
+  oc.reset();
+  std::vector<Ticket> t(d.size());
+  for (std::uint32_t v = 0; v < d.size(); ++v) {
+    std::vector<Ticket> after;
+    for (auto p : d.preds[v]) after.push_back(t[p]);
+    t[v] = rt.submit_after(oc.task(v % 2 ? op2 : op, v), after);
+  }
+  for (const Ticket& x : t) CHECK(rt.wait(x, test::slowed(30s)));
+  CHECK(oc.violations() == 0);
+  CHECK(oc.wrong_counts(1) == 0);
+  return oc.early_calls();
+}
+
 }  // namespace
 
 TEST_CASE("submit_after: a chain of dependent tasks, and fan-in beyond one dependency slot") {
@@ -494,45 +535,17 @@ TEST_CASE("graphs: an operator with a range function runs each tile once, in cal
     rt.load_operator_source("order_ranges.cu", kOrderRangesSource);
     return std::pair{op, rt.op_id("order_ranges")};
   };
-  // DAG 2 as plain tasks, each after its predecessors (submit_after); returns the range calls of more
-  // than one tile.
+  // DAG 2 as plain tasks; returns the range calls of more than one tile.
   auto plain = [&](Runtime& rt, std::uint32_t op, std::uint32_t op_ranges) {
-    checks[2]->reset();
-    std::vector<Ticket> t(dags[2].size());
-    for (std::uint32_t v = 0; v < dags[2].size(); ++v) {
-      std::vector<Ticket> after;
-      for (auto p : dags[2].preds[v]) after.push_back(t[p]);
-      t[v] = rt.submit_after(checks[2]->task(v % 2 ? op_ranges : op, v), after);
-    }
-    for (const Ticket& x : t) CHECK(rt.wait(x, test::slowed(30s)));
-    CHECK(checks[2]->violations() == 0);
-    CHECK(checks[2]->wrong_counts(1) == 0);
-    return checks[2]->early_calls();
-  };
-  // Whether DAG i has a node of more than twice the grid's blocks in tiles (under GPUOS_TEST_SCALE it
-  // may have none): some block then runs several of its tiles in one call.
-  auto big = [&](std::size_t i, std::uint32_t grid) {
-    return *std::max_element(dags[i].tiles.begin(), dags[i].tiles.end()) > 2 * grid;
+    return run_plain(rt, dags[2], *checks[2], op, op_ranges);
   };
   std::uint32_t grid = 0;
   {
     Runtime rt;
     grid = rt.device_info().grid_blocks;
     const auto [op, op_ranges] = load(rt);
-    std::size_t multi = 0;
-    bool any_big = false;
-    for (std::size_t i = 0; i < dags.size(); ++i) {
-      CAPTURE(dags[i].size());
-      CAPTURE(shapes[i].max_tiles);
-      GraphExec ge(rt, graph_of(dags[i], *checks[i], op, op_ranges));
-      const Ticket a = ge.launch();
-      CHECK(rt.wait(a, test::slowed(60s)));
-      CHECK(rt.wait(ge.launch(), test::slowed(60s)));
-      CHECK(checks[i]->violations() == 0);
-      CHECK(checks[i]->wrong_counts(2) == 0);
-      multi += checks[i]->early_calls();
-      any_big = any_big || big(i, grid);
-    }
+    const std::size_t multi = launch_each_twice(rt, set, op, op_ranges);
+    const bool any_big = std::any_of(dags.begin(), dags.end(), [&](const Dag& d) { return has_big_node(d, grid); });
     // Placed launches give a role an item of several tiles of such a node (unplaced ones claim them as
     // plain tasks do: one tile a claim at the default spread).
     MESSAGE("range calls of more than one tile in graph launches: " << multi);
@@ -547,7 +560,7 @@ TEST_CASE("graphs: an operator with a range function runs each tile once, in cal
   const auto [op, op_ranges] = load(rt);
   const unsigned multi = plain(rt, op, op_ranges);
   MESSAGE("range calls of more than one tile in plain tasks, spread 1: " << multi);
-  if (big(2, grid)) CHECK(multi > 0);
+  if (has_big_node(dags[2], grid)) CHECK(multi > 0);
   CHECK(test::drain_or_report(rt, 30s));
 }
 
@@ -563,38 +576,14 @@ TEST_CASE("graphs: an operator with a stream function runs each tile once, going
   const std::uint32_t op = load_order(rt);
   rt.load_operator_source("order_streams.cu", kOrderStreamsSource);
   const std::uint32_t op_streams = rt.op_id("order_streams");
-  // Whether DAG i has a node of more than twice the grid's blocks in tiles (under GPUOS_TEST_SCALE it
-  // may have none): its blocks then claim more than once.
-  auto big = [&](std::size_t i) { return *std::max_element(dags[i].tiles.begin(), dags[i].tiles.end()) > 2 * grid; };
-  std::size_t further = 0;
-  bool any_big = false;
-  for (std::size_t i = 0; i < dags.size(); ++i) {
-    CAPTURE(dags[i].size());
-    CAPTURE(shapes[i].max_tiles);
-    GraphExec ge(rt, graph_of(dags[i], *checks[i], op, op_streams));
-    const Ticket a = ge.launch();
-    CHECK(rt.wait(a, test::slowed(60s)));
-    CHECK(rt.wait(ge.launch(), test::slowed(60s)));
-    CHECK(checks[i]->violations() == 0);
-    CHECK(checks[i]->wrong_counts(2) == 0);
-    further += checks[i]->early_calls();
-    any_big = any_big || big(i);
-  }
+  const std::size_t further = launch_each_twice(rt, set, op, op_streams);
+  const bool any_big = std::any_of(dags.begin(), dags.end(), [&](const Dag& d) { return has_big_node(d, grid); });
   MESSAGE("runs taken with TileRuns::next in graph launches: " << further);
   if (any_big) CHECK(further > 0);
-  // DAG 2 as plain tasks, each after its predecessors.
-  checks[2]->reset();
-  std::vector<Ticket> t(dags[2].size());
-  for (std::uint32_t v = 0; v < dags[2].size(); ++v) {
-    std::vector<Ticket> after;
-    for (auto p : dags[2].preds[v]) after.push_back(t[p]);
-    t[v] = rt.submit_after(checks[2]->task(v % 2 ? op_streams : op, v), after);
-  }
-  for (const Ticket& x : t) CHECK(rt.wait(x, test::slowed(30s)));
-  CHECK(checks[2]->violations() == 0);
-  CHECK(checks[2]->wrong_counts(1) == 0);
-  MESSAGE("runs taken with TileRuns::next in plain tasks: " << checks[2]->early_calls());
-  if (big(2)) CHECK(checks[2]->early_calls() > 0);
+  // DAG 2 as plain tasks.
+  const unsigned plain = run_plain(rt, dags[2], *checks[2], op, op_streams);
+  MESSAGE("runs taken with TileRuns::next in plain tasks: " << plain);
+  if (has_big_node(dags[2], grid)) CHECK(plain > 0);
   CHECK(test::drain_or_report(rt, 30s));
 }
 
