@@ -40,11 +40,11 @@ import numpy as np
 
 os.environ.setdefault("GPUOS_INLINE_OPERATORS", "1")
 # A claim takes (tiles left) / (4 x grid) tiles instead of the runtime's 64 x grid (one tile a claim below
-# ~17k tiles): the LM head's 8,016 tiles then run in ~12 range calls a block instead of ~30, each call
-# streaming its tiles back to back where a call of one tile refills the loads' pipeline, ~1.5 us between
-# calls. The other nodes are placed, not claimed (fewer than 4 tiles a block). On an H200 the 1B step
-# takes 1.117 ms against 1.142 (the LM head 149 us against 177); 3: 1.116, 6: 1.126, 8: 1.131, 2: 1.142,
-# 1: 1.201 (each block's whole share in one claim). On an H100, 4 and 8 were within 2 us of 64.
+# ~17k tiles): a block takes its share of the LM head's 8,016 tiles in ~12 claims instead of ~30, and
+# streams them in one call (llama_logits is a stream operator, ops/llama.cuh). The other nodes are placed,
+# not claimed (fewer than 4 tiles a block). On an H200, with the stream, the 1B step takes 1.035 ms with
+# 4, 1.037 with 8 and 16, 1.040 with 3 and 1.070 with 2 (fewer, larger claims leave the blocks' ends
+# uneven); before the stream, with one call a claim, 4 took 1.117 ms against 1.142 with 64.
 os.environ.setdefault("GPUOS_CLAIM_SPREAD", "4")
 import gpuos
 
