@@ -253,7 +253,7 @@ __device__ __forceinline__ bool TileRuns::next(unsigned int& top, unsigned int& 
   if (!more_) return false;
   if (!ahead_) old_ = detail::claim_issue(claims_->word, take_);
   if (threadIdx.x == 0) claims_->slot = old_;
-  __syncthreads();  // the run before's end for every thread, and the claim's result in shared memory
+  __syncthreads();  // the claim's result in shared memory for every thread
   const int rem = static_cast<int>(static_cast<unsigned int>(claims_->slot >> 32));
   if (rem <= 0) {
     more_ = false;
