@@ -421,7 +421,6 @@ struct RoleShared {
   uint32_t begin, end;  // the role's items
   uint32_t skip;        // the running item does not run (a predecessor failed or did not run)
   uint32_t last;        // this block completes the running item's node
-  uint32_t bad_local;   // a node this role completed in this launch failed or did not run
   uint64_t claim_old;   // a claiming item's last claim, as the claim word was before it
   TileClaims claims;    // how a claiming item's adapter claims on
   // What run_role needs of an item after its tiles, written before them. Here, not in registers: kept
