@@ -354,9 +354,12 @@ class Engine:
             T.append(gpuos.Task(op["llama_qkv"], qkv_rows // 16, struct.pack(
                 "<8QI4x", P(L["qkv"]), P(self.x), P(self.ss[2 * i]), gain(L["norm1"]), P(self.q), kv, P(self.rows),
                 P(self.dims), R)))
-            T.append(gpuos.Task(op["llama_attn"], R * c.heads * parts, struct.pack(
-                "<7QIIfII4x", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
-                parts, self.chunk, HEAD_DIM ** -0.5, c.heads, c.kv_heads)))
+            attn_tiles = R * c.heads * parts
+            o_tile = L["o"].numel() * 2 // resid_tiles  # bytes of an o projection tile
+            T.append(gpuos.Task(op["llama_attn"], attn_tiles, struct.pack(
+                "<8QIIfIII", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
+                P(L["o"]) if attn_tiles <= resid_tiles else 0, parts, self.chunk, HEAD_DIM ** -0.5, c.heads,
+                c.kv_heads, o_tile)))
             gu_bytes, pf = L["gate_up"].numel() * 2, prefetch(GATE_UP_PREFETCH_BYTES, L["gate_up"])
             T.append(gpuos.Task(op["llama_resid"], resid_tiles, struct.pack(
                 "<4Q3I4xQI4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
