@@ -54,6 +54,16 @@ MAX_ROWS = 8
 HEAD_DIM = 64
 ROW = struct.Struct("<iiifI12x")  # llama::Row
 DIMS = struct.Struct("<8Iff32f")  # llama::Dims
+# Each operator's argument struct (ops/<name>.cu, Llama<Name>Args), padding included: a CPU test compiles
+# the operators with static_asserts of these sizes (tests/test_llama_cpu.py).
+ARGS = {
+    "llama_embed": struct.Struct("<7Q"),
+    "llama_qkv": struct.Struct("<8QI4x"),
+    "llama_attn": struct.Struct("<8QIIfIII"),
+    "llama_resid": struct.Struct("<4Q3I4xQI4x"),
+    "llama_swiglu": struct.Struct("<6QI4x"),
+    "llama_logits": struct.Struct("<10QI4x"),
+}
 
 
 def tile_order(K: int, rows: int = 16) -> np.ndarray:
@@ -79,7 +89,7 @@ def tile_order(K: int, rows: int = 16) -> np.ndarray:
 # elements of a row.
 RESID_ROWS = 8
 # What the attention's output projection asks L2 for while attention runs: the top of the layer's gate/up
-# weights, which gate/up's claims take first (ops/llama_resid.cu).
+# weights, the tiles the placement gives the last blocks (ops/llama_resid.cu).
 GATE_UP_PREFETCH_BYTES = 12 << 20
 # What each layer's down projection but the last asks L2 for: the first bytes of the next layer's qkv
 # weights, which qkv's tiles read as the next layer starts (ops/llama_resid.cu).
@@ -346,34 +356,34 @@ class Engine:
             return min(limit, t.numel() * 2) // (16 * resid_tiles) * 16 * resid_tiles
 
         T = []
-        T.append(gpuos.Task(op["llama_embed"], R, struct.pack(
-            "<7Q", P(self.ctl[buf]), P(self.last), P(self.rows), P(self.emb), P(self.x), P(self.ss), P(self.dims))))
+        T.append(gpuos.Task(op["llama_embed"], R, ARGS["llama_embed"].pack(
+            P(self.ctl[buf]), P(self.last), P(self.rows), P(self.emb), P(self.x), P(self.ss), P(self.dims))))
         for i, L in enumerate(self.layers):
             kv = P(self.kv) + i * kvh
             qkv_rows = (c.heads + 2 * c.kv_heads) * HEAD_DIM
-            T.append(gpuos.Task(op["llama_qkv"], qkv_rows // 16, struct.pack(
-                "<8QI4x", P(L["qkv"]), P(self.x), P(self.ss[2 * i]), gain(L["norm1"]), P(self.q), kv, P(self.rows),
+            T.append(gpuos.Task(op["llama_qkv"], qkv_rows // 16, ARGS["llama_qkv"].pack(
+                P(L["qkv"]), P(self.x), P(self.ss[2 * i]), gain(L["norm1"]), P(self.q), kv, P(self.rows),
                 P(self.dims), R)))
             attn_tiles = R * c.heads * parts
             o_tile = L["o"].numel() * 2 // resid_tiles  # bytes of an o projection tile
-            T.append(gpuos.Task(op["llama_attn"], attn_tiles, struct.pack(
-                "<8QIIfIII", P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
+            T.append(gpuos.Task(op["llama_attn"], attn_tiles, ARGS["llama_attn"].pack(
+                P(self.q), kv, P(self.attn), P(self.part), P(self.count), P(self.rows), P(self.dims),
                 P(L["o"]) if attn_tiles <= resid_tiles else 0, parts, self.chunk, HEAD_DIM ** -0.5, c.heads,
                 c.kv_heads, o_tile)))
             gu_bytes, pf = L["gate_up"].numel() * 2, prefetch(GATE_UP_PREFETCH_BYTES, L["gate_up"])
-            T.append(gpuos.Task(op["llama_resid"], resid_tiles, struct.pack(
-                "<4Q3I4xQI4x", P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
+            T.append(gpuos.Task(op["llama_resid"], resid_tiles, ARGS["llama_resid"].pack(
+                P(L["o"]), P(self.attn), P(self.x), P(self.ss[2 * i + 1]), c.heads * HEAD_DIM, c.hidden,
                 R, P(L["gate_up"]) + gu_bytes - pf if pf else 0, pf)))
-            T.append(gpuos.Task(op["llama_swiglu"], c.inter // 8, struct.pack(
-                "<6QI4x", P(L["gate_up"]), P(self.x), P(self.ss[2 * i + 1]), gain(L["norm2"]), P(self.mlp),
+            T.append(gpuos.Task(op["llama_swiglu"], c.inter // 8, ARGS["llama_swiglu"].pack(
+                P(L["gate_up"]), P(self.x), P(self.ss[2 * i + 1]), gain(L["norm2"]), P(self.mlp),
                 P(self.dims), R)))
             nxt = self.layers[i + 1]["qkv"] if i + 1 < len(self.layers) else None
             qpf = prefetch(QKV_PREFETCH_BYTES, nxt) if nxt is not None else 0
-            T.append(gpuos.Task(op["llama_resid"], resid_tiles, struct.pack(
-                "<4Q3I4xQI4x", P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R,
+            T.append(gpuos.Task(op["llama_resid"], resid_tiles, ARGS["llama_resid"].pack(
+                P(L["down"]), P(self.mlp), P(self.x), P(self.ss[2 * i + 2]), c.inter, c.hidden, R,
                 P(nxt) if qpf else 0, qpf)))
-        T.append(gpuos.Task(op["llama_logits"], c.vocab // 16, struct.pack(
-            "<10QI4x", P(self.head), P(self.x), P(self.ss[2 * c.layers]), gain(self.final_norm),
+        T.append(gpuos.Task(op["llama_logits"], c.vocab // 16, ARGS["llama_logits"].pack(
+            P(self.head), P(self.x), P(self.ss[2 * c.layers]), gain(self.final_norm),
             P(self.logits) if self.logits is not None else 0, P(self.keys), P(self.out[buf]), P(self.last),
             P(self.rows), P(self.dims), R)))
         return T

@@ -73,6 +73,17 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
   return v;
 }
 
+/// Asks L2 for `bytes` at `p` (16-byte aligned, a multiple of 16 bytes) without waiting, in bulk
+/// prefetches of at most 64 KiB (cp.async.bulk.prefetch.L2): data that another node reads soon, asked for
+/// while the memory would otherwise idle. One thread calls it.
+__device__ __forceinline__ void prefetch_l2(const void* p, unsigned long long bytes) {
+  const char* const c = static_cast<const char*>(p);
+  for (unsigned long long off = 0; off < bytes; off += 65536u) {
+    const unsigned n = bytes - off < 65536u ? static_cast<unsigned>(bytes - off) : 65536u;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c + off), "r"(n) : "memory");
+  }
+}
+
 __device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                          unsigned b0, unsigned b1) {
   asm volatile(

@@ -241,18 +241,17 @@ __device__ __forceinline__ void llama_attn_tile(const LlamaAttnArgs& a, void* sm
 // after the barriers of the tile before that follow its last reads of them, and its later ones after a
 // barrier of its own.
 //
-// With `pf`, the call first asks L2 (cp.async.bulk.prefetch.L2, one thread) for its tiles' shares: the
-// engine points tile t at the o projection's tile t, which the placement gives the same block (both
-// nodes take the first roles). The blocks that end attention last enter the o projection after the
-// others, their inputs already there, and used to wait for their first weights from memory (the last 8
-// blocks ended the o projection 2 us after the median); a tile's round trips leave the memory idle, so
-// these loads cost nothing else (the 1B step on an H200: 1.023 ms against 1.035 in the same call).
+// With `pf`, the call first asks L2 (llama::prefetch_l2, one thread) for its tiles' shares: the
+// engine points tile t at the o projection's tile t, which the placement gives the same block (it hands
+// both nodes' tiles to the blocks in the same order). The blocks that end attention last enter the o
+// projection after the others, their inputs already there, and waited there for their first weights
+// from memory (the last 8 blocks ended the o projection 2 us after the median); a tile's round trips
+// leave the memory idle, and these loads use it (the 1B step on an H200: 1.023 ms against 1.035 in the
+// same call).
 __device__ void llama_attn_tiles(const LlamaAttnArgs& a, const gpuos::TileCtx& c, unsigned count) {
   if (a.pf && threadIdx.x == 0)
-    for (unsigned t = c.tile + 1u - count; t <= c.tile; ++t)
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a.pf + static_cast<unsigned long long>(t) * a.pf_bytes),
-                   "r"(a.pf_bytes)
-                   : "memory");
+    llama::prefetch_l2(a.pf + static_cast<unsigned long long>(c.tile + 1u - count) * a.pf_bytes,
+                       static_cast<unsigned long long>(count) * a.pf_bytes);
 #pragma unroll 1
   for (unsigned t = c.tile + 1u - count; t <= c.tile; ++t) llama_attn_tile(a, c.smem, t);
 }

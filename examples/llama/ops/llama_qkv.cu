@@ -57,16 +57,9 @@ __device__ void llama_qkv_tiles(const LlamaQkvArgs& a, const gpuos::TileCtx& c, 
       // One thread of the head's first tile asks L2 for the row's earlier keys or values of the head (128 B
       // a position), so that attention's loads of them, its tiles' longest round trip, hit L2 (the 1B step
       // 1.292 ms against 1.296-1.310 on an H100).
-      if (part == 0u && i == 0u && pos > 0) {
-        const unsigned long long bytes = static_cast<unsigned long long>(pos) * kHeadDim * sizeof(bf16);
-        for (unsigned long long off = 0; off < bytes; off += 65536u) {
-          const unsigned n = bytes - off < 65536u ? static_cast<unsigned>(bytes - off) : 65536u;
-          asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
-                           reinterpret_cast<const char*>(dst - static_cast<unsigned long long>(pos) * kHeadDim) + off),
-                       "r"(n)
-                       : "memory");
-        }
-      }
+      if (part == 0u && i == 0u && pos > 0)
+        prefetch_l2(dst - static_cast<unsigned long long>(pos) * kHeadDim,
+                    static_cast<unsigned long long>(pos) * kHeadDim * sizeof(bf16));
     }
     dst[dim] = f2bf(v0);
     dst[dim + 32u] = f2bf(v1);

@@ -4,13 +4,16 @@
 // writes the sum of squares of its 8 new x values of each row to ss[j][r], the next RMSNorm's partial
 // sums. tiles = rows of W / 8.
 //
-// With `pf`, each call first asks L2 (cp.async.bulk.prefetch.L2, one thread) for its tiles' shares of
-// pf_bytes at `pf`, before the operator awaits its inputs. The engine points the attention's output
-// projection at the top of the layer's gate/up weights, the tiles gate/up's claims take first: its calls
-// are made while attention runs and leaves the memory idle. On an H100 the 1B step takes 1.282 ms with
-// 12 MiB against 1.286 with 16 and 1.299 with 24. It points each down projection but the last at the
-// first bytes of the next layer's qkv weights: 1.268 ms with 4 MiB against 1.278 without, 1.273 with 8
-// and 1.284 with 12 (2 and 6 MiB: within 2 us of 4).
+// With `pf`, each call first asks L2 (llama::prefetch_l2, one thread) for its tiles' shares of pf_bytes
+// at `pf`, before the operator awaits its inputs. The engine points the attention's output projection at
+// the top of the layer's gate/up weights (the tiles the placement gives the last blocks): its calls are
+// made while attention runs and leaves the memory idle. On an H100 the 1B step takes 1.282 ms with 12 MiB
+// against 1.286 with 16 and 1.299 with 24; on an H200, 1.036 ms with 12 MiB against 1.043 with 8 and
+// 1.037 with 16, and 1.023 against 1.043 with the first tile of every block's share (16 MiB) instead.
+// It points each down projection but the last at the first bytes of the next layer's qkv weights: on an
+// H100 1.268 ms with 4 MiB against 1.278 without, 1.273 with 8 and 1.284 with 12; on an H200 1.036 ms
+// against 1.038 with 2 and 1.041 with 8, and 1.021 against 1.026 / 1.031 with each down tile asking for
+// the first 16 / 32 KiB of the qkv tile its block runs next.
 #include "llama.cuh"
 
 struct LlamaResidArgs {
@@ -29,13 +32,9 @@ __device__ void llama_resid_tiles(const LlamaResidArgs& a, const gpuos::TileCtx&
   using namespace llama;
   const Input in{a.in, nullptr, nullptr, a.K, a.R, 0.0f, 0u};
   if (a.pf && threadIdx.x == 0) {
-    const unsigned share = a.pf_bytes / (a.hidden / kResidRows), first = c.tile + 1u - count;
-    for (unsigned long long off = static_cast<unsigned long long>(first) * share,
-                            end = static_cast<unsigned long long>(c.tile + 1u) * share;
-         off < end; off += 65536u) {
-      const unsigned n = end - off < 65536u ? static_cast<unsigned>(end - off) : 65536u;
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a.pf + off), "r"(n) : "memory");
-    }
+    const unsigned share = a.pf_bytes / (a.hidden / kResidRows);
+    prefetch_l2(a.pf + static_cast<unsigned long long>(c.tile + 1u - count) * share,
+                static_cast<unsigned long long>(count) * share);
   }
   project<kResidRows>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem),
                       [&](unsigned j, const float* out) {

@@ -1,18 +1,21 @@
-"""The Llama example's host side without a GPU: configs, rotary frequencies, the ABI of the step rows, and
-the server's batching of rows."""
+"""The Llama example's host side without a GPU: configs, rotary frequencies, the ABI of the step rows and
+of the operators' arguments, and the server's batching of rows."""
 
 import json
 import math
+import os
 import queue
 import re
+import shutil
 import struct
+import subprocess
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from llama_engine import DIMS, HEAD_DIM, MAX_ROWS, RESID_ROWS, ROW, Config, tile_order
+from llama_engine import ARGS, DIMS, HEAD_DIM, MAX_ROWS, OP_NAMES, RESID_ROWS, ROW, Config, tile_order
 
 BASE = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
             num_key_value_heads=8, vocab_size=128256, rms_norm_eps=1e-5, tie_word_embeddings=True, head_dim=64)
@@ -93,6 +96,35 @@ def test_tile_order_is_the_layout_the_operators_read(K, rows):
                 assert list(run[start:start + 8]) == list(w[row, kk:kk + 8])
     with pytest.raises(ValueError, match="is not a multiple of"):
         tile_order(K + 64, rows)
+
+
+def gpuos_cli():
+    """The gpuos command line tool: GPUOS_CLI, else the build's (build/tools/gpuos), else on PATH."""
+    built = Path(__file__).resolve().parents[3] / "build" / "tools" / "gpuos"
+    for c in (os.environ.get("GPUOS_CLI"), str(built), shutil.which("gpuos")):
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def test_argument_packs_have_the_sizes_of_the_operators_structs(tmp_path):
+    # The engine packs each operator's arguments with ARGS (explicit padding, no alignment); the operators
+    # compile with a static_assert of that size after their struct (NVRTC, as `gpuos compile` checks a
+    # directory of operators: no GPU needed). A pack of another size would be refused at run time.
+    cli = gpuos_cli()
+    if cli is None:
+        pytest.skip("the gpuos command line tool is not built (build/tools/gpuos) nor on PATH")
+    ops = tmp_path / "ops"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "ops", ops)
+    assert set(ARGS) == set(OP_NAMES)
+    for name, pack in ARGS.items():
+        struct_name = "".join(w.capitalize() for w in name.split("_")) + "Args"
+        f = ops / f"{name}.cu"
+        f.write_text(f.read_text() + f'\nstatic_assert(sizeof({struct_name}) == {pack.size}, '
+                                      f'"{struct_name}: the engine packs {pack.size} bytes");\n')
+    r = subprocess.run([cli, "compile", *sorted(str(p) for p in ops.glob("llama_*.cu"))], capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "GPUOS_CACHE_DIR": "off"})
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_resid_rows_match_the_operators():
