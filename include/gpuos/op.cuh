@@ -96,6 +96,9 @@ class TileRuns {
   __device__ unsigned int ran() const { return ran_; }
 
  private:
+  /// Issues the next claim now if claims go on and a grid's worth of tiles is unclaimed (ahead_).
+  __device__ void claim_ahead();
+
   TileClaims* claims_ = nullptr;
   unsigned long long old_ = 0ull;  ///< thread 0's: the claim in flight, as the claim word was before it
   unsigned int take_ = 0, left_ = 0, ran_ = 0;
@@ -243,10 +246,14 @@ __device__ __forceinline__ unsigned int run_claimed(const TileCtx& c, unsigned i
 // is asked for: with fewer, a tile taken ahead could have gone to a block that has none, at a task's
 // end), until a claim finds no tile or takes the last ones. The claim word's high half is the task's
 // remaining tile count (TileClaims::word); a claim that saw `rem` > 0 owns tiles rem - 1 down to rem - got.
+__device__ __forceinline__ void TileRuns::claim_ahead() {
+  ahead_ = more_ && left_ >= gridDim.x;
+  if (ahead_) old_ = detail::claim_issue(claims_->word, take_);
+}
+
 __device__ __forceinline__ TileRuns::TileRuns(TileClaims* claims, unsigned int count)
     : claims_(claims), take_(claims->take), left_(claims->left), ran_(count), more_(true) {
-  ahead_ = left_ >= gridDim.x;
-  if (ahead_) old_ = detail::claim_issue(claims_->word, take_);
+  claim_ahead();
 }
 
 __device__ __forceinline__ bool TileRuns::next(unsigned int& top, unsigned int& count) {
@@ -267,8 +274,7 @@ __device__ __forceinline__ bool TileRuns::next(unsigned int& top, unsigned int& 
   const unsigned int share = __umulhi(static_cast<unsigned int>(rem), claims_->spread_inv);
   take_ = share < 1u ? 1u : (share > claims_->max ? claims_->max : share);
   __syncthreads();  // every thread read the slot before thread 0 writes it again
-  ahead_ = more_ && left_ >= gridDim.x;
-  if (ahead_) old_ = detail::claim_issue(claims_->word, take_);
+  claim_ahead();
   return true;
 }
 
