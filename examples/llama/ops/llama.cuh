@@ -199,10 +199,11 @@ struct NoReady {
 /// with either buffer, so that no register is copied: with one round in flight, the copy of the next
 /// round's buffer waits for its loads). The first kAhead rounds are asked for before the await, the
 /// rest after it. On an H100 this streams the LM head faster with both asked ahead (the 1B step 1.337 ms
-/// against 1.353, `llama_logits`), and gate/up and qkv with one (`llama_swiglu`, `llama_qkv`: 1.302 ms
-/// against 1.316). Asked ahead, gate/up's second round competes with the node before's last tiles
-/// (1.313-1.317), and qkv's gains nothing more. The residual projections (`llama_resid`) were no faster
-/// with a second round.
+/// against 1.353, `llama_logits`), and gate/up with one (`llama_swiglu`: 1.302 ms against 1.316; on an
+/// H200, 1.024 against 1.065 with one round in flight). Asked ahead, gate/up's second round competes with
+/// the node before's last tiles (1.313-1.317). The residual projections (`llama_resid`) were no faster
+/// with a second round, and qkv (`llama_qkv`, one tile a block) is faster with one on an H200: 1.019 ms
+/// against 1.024, in two calls.
 ///
 /// `ready()`, if given, runs in every thread right after the await, where the operator may ask for what its
 /// epilogue reads of other tasks' writes, so that those loads' round trip overlaps the products.
