@@ -256,7 +256,9 @@ extern "C" __device__ __noinline__ unsigned int gpuos_await_inputs() {
   AwaitState& a = await_state;
   if (!a.pending) return a.ok;
   if (threadIdx.x < 32) {
-    const bool skip = role_wait(*a.rs, *a.item, a.pre, a.bad_local != 0);
+    const RoleShared& rs = worker_shared.role;
+    const uint32_t i = a.slot;
+    const bool skip = role_wait(rs, rs.item[i % 3], rs.wait[i % 2], a.bad_local != 0);
     if (threadIdx.x == 0) a.ok = skip ? 0u : 1u;
   }
   __syncthreads();
@@ -398,9 +400,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
     // item's at its first claimed tiles (a later call of the item's returns from the await at once).
     const bool early = waits && vop && (vop->flags & GPUOS_OP_AWAITS_INPUTS);
     if (early && tid == 0) {
-      await_state.rs = &rs;
-      await_state.item = &rs.item[i % 3];
-      await_state.pre = rs.wait[i % 2];
+      await_state.slot = i;
       await_state.bad_local = bad_local ? 1u : 0u;
       await_state.pending = 1;
     }
