@@ -424,9 +424,9 @@ struct RoleShared {
   uint64_t claim_old;   // a claiming item's last claim, as the claim word was before it
   TileClaims claims;    // how a claiming item's adapter claims on
   // What run_role needs of an item after its tiles, written before them. Here, not in registers: kept
-  // there across the inlined tiles, the compiler spills them, and their reloads after the item's acquire
-  // (which drops the SM's L1) are round trips to L2 on the way to the hand-over, one of them after the
-  // release fence (the 1B Llama step 1.0993 ms against 1.1075 in one call on an H200).
+  // there across the inlined tiles, the compiler spills them (the 1B Llama step 1.0993 ms against 1.1075
+  // in one call on an H200). An acquire fence leaves local memory as it was, so the gain is not a reload
+  // it made slower; docs/design.md, Running a role.
   /// Every thread's, written by thread 0 before the item's barrier, read after the tiles before the
   /// barrier after them (a single slot: thread 0 writes the next item's after that barrier).
   struct {
@@ -452,9 +452,8 @@ static_assert(sizeof(RoleShared) <= 2 * sizeof(TaskRecord));
 
 /// A worker block's own shared memory: its loop's state (thread 0's) and its continuations' records.
 /// The loop's state lives here rather than in registers: with run_continuations reachable from the
-/// loop, the compiler kept it on the stack, and a local-memory load right after an acquire fence (which
-/// drops the SM's L1) cost every task of the worker's loop a round trip to L2 (-3% of tiny-task
-/// throughput on an H100).
+/// loop, the compiler kept it on the stack, and the worker's loop lost 3% of its tiny-task throughput
+/// on an H100.
 struct WorkerShared {
   uint64_t mine;        // the block's own ticket, when `have`
   uint64_t tried_post;  // the last special post this block tried to take (once per post)
@@ -479,7 +478,7 @@ struct WorkerShared {
   uint32_t unreleased;   // what the nodes run since the last release wrote (merge_writes)
   // What the tiles of run_links (by the parity of their record in rec) and of run_role (by the parity of
   // their item) are told. Not in registers: there, the context of the built-ins inlined in run_role was
-  // spilled, and a local-memory load after an acquire fence (which drops the SM's L1) is a round trip.
+  // spilled to the stack.
   TileCtx tile_ctx[2];
   double link_scratch[2];  // their scratch words
 };
