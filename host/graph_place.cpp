@@ -20,11 +20,6 @@ constexpr std::uint64_t kTileCost = 4;
 constexpr std::uint64_t kCrossRole = 1;
 /// Roles of predecessors tried for a node of one tile (the others: the role free first).
 constexpr std::size_t kMaxCandidates = 16;
-/// A node of at least this many tiles per role is claimed at run time (blocks' speeds differ by up to
-/// 1.5x on an H100: fixed shares of many tiles each wait for the slowest block). With fewer, each claim
-/// of a tile or two would cost a round trip of its own (the claims run ahead of the tiles only while a
-/// grid's worth is left): on an H100 a 1,024-tile node over 527 roles took 65-78 us claimed, 50-58 fixed.
-constexpr std::uint32_t kClaimFrom = 4;
 
 struct Item {
   std::uint32_t node, first, count;

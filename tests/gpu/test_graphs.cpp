@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "host/graph_place.hpp"
 #include "tests/gpu/gpu_fixture.hpp"
 
 using namespace gpuos;
@@ -492,15 +493,15 @@ TEST_CASE("graphs: an operator that awaits its inputs itself is called before th
 }
 
 TEST_CASE("graphs: a claimed node's roles call an operator that awaits its inputs before they arrive") {
-  // A slow node of one tile, then a node of 4,096 tiles whose operator awaits its inputs: placed, every
+  // A slow node of one tile, then a node of 16,384 tiles whose operator awaits its inputs: placed, every
   // role claims its tiles (kPlacedClaim) and calls the operator after its first claim, before the wait,
   // while the slow node still runs. Every tile runs once a launch, after the slow node.
   Dag d;
   d.preds = {{}, {0}};
-  d.tiles = {1, 4096};
+  d.tiles = {1, 16384};
   OrderCheck oc(d);
   Runtime rt;
-  REQUIRE(rt.device_info().grid_blocks * 4 <= d.tiles[1]);  // claimed: 4 tiles a role or more
+  REQUIRE(rt.device_info().grid_blocks * gpuos::detail::kClaimFrom <= d.tiles[1]);  // claimed
   rt.load_operator_source("order_slow.cu", kOrderSlowSource);
   rt.load_operator_source("order_await.cu", kOrderAwaitSource);
   Graph g;
@@ -566,8 +567,9 @@ TEST_CASE("graphs: an operator with a range function runs each tile once, in cal
 
 TEST_CASE("graphs: an operator with a stream function runs each tile once, going on with its block's claims") {
   // Every other node runs the stream operator: a placed item's tiles are one run; a claimed node's (and a
-  // large plain task's) block takes its further claims in the same call (gpuos::TileRuns::next).
-  const DagShape shapes[] = {{17, 3, 8, 4}, {1000, 2, 1000, 4}, {300, 3, 16, 6000}, {2000, 4, 64, 3000}};
+  // large plain task's) block takes its further claims in the same call (gpuos::TileRuns::next). DAG 2's
+  // largest nodes have kClaimFrom tiles a block or more (placed, they are claimed).
+  const DagShape shapes[] = {{17, 3, 8, 4}, {1000, 2, 1000, 4}, {300, 3, 16, 20000}, {2000, 4, 64, 3000}};
   DagSet set(shapes, 91);
   auto& dags = set.dags;
   auto& checks = set.checks;

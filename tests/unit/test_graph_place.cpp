@@ -43,15 +43,15 @@ std::uint32_t check_placement(const GraphPlan& plan, const std::vector<std::uint
       const abi::PlacedItem& it = pl.items[i];
       REQUIRE(it.node < n);
       if (it.flags & abi::kPlacedClaim) {
-        // Claimed at run time, by every role: a node of at least 4 tiles per role.
-        CHECK(tiles[it.node] >= 4 * max_roles);
+        // Claimed at run time, by every role: a node of at least kClaimFrom tiles per role.
+        CHECK(tiles[it.node] >= kClaimFrom * max_roles);
         CHECK((it.first == 0 && it.count == 0));
         ++roles_of[it.node];
         home[it.node] = ~0u;
         if (++claimers[it.node] == pl.roles) std::fill(seen[it.node].begin(), seen[it.node].end(), 1);
         continue;
       }
-      CHECK((tiles[it.node] < 4 * max_roles || max_roles == 1));  // one role holds every node whole
+      CHECK((tiles[it.node] < kClaimFrom * max_roles || max_roles == 1));  // one role holds every node whole
       REQUIRE(it.count >= 1);
       REQUIRE(it.first + it.count <= tiles[it.node]);
       for (std::uint32_t t = it.first; t < it.first + it.count; ++t) {
@@ -136,8 +136,9 @@ TEST_CASE("placement: a fan 1 -> 128 -> 1 spreads the middle over the roles") {
 }
 
 TEST_CASE("placement: a chain of many-tile nodes spreads each over the roles, evenly, or claims on every role") {
-  // The shape of a decode step: every node larger or smaller than the grid.
-  const std::vector<std::uint32_t> tiles{8, 192, 64, 128, 1024, 128, 8016, 1, 527, 528};
+  // The shape of a decode step: every node larger or smaller than the grid (the LM head's a multiple of
+  // the roles, so that the one-tile node after it finds every role free at once and takes the first).
+  const std::vector<std::uint32_t> tiles{8, 192, 64, 128, 1024, 128, 16 * 527, 1, 527, 528, kClaimFrom * 527};
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (std::uint32_t v = 0; v + 1 < tiles.size(); ++v) edges.push_back({v, v + 1});
   const GraphPlan plan = plan_graph(graph_of(tiles, edges));
@@ -149,7 +150,7 @@ TEST_CASE("placement: a chain of many-tile nodes spreads each over the roles, ev
     for (std::uint32_t r = 0; r < pl.roles; ++r)
       for (std::uint32_t i = pl.role_off[r]; i < pl.role_off[r + 1]; ++i)
         if (pl.items[i].node == v) counts.push_back(pl.items[i].count), roles.push_back(r);
-    if (tiles[v] >= 4 * R) {
+    if (tiles[v] >= kClaimFrom * R) {
       // Claimed at run time: an item on every role.
       CHECK(counts.size() == R);
       CHECK(std::count(counts.begin(), counts.end(), 0u) == R);
@@ -159,6 +160,17 @@ TEST_CASE("placement: a chain of many-tile nodes spreads each over the roles, ev
     CHECK(*std::max_element(counts.begin(), counts.end()) - *std::min_element(counts.begin(), counts.end()) <= 1);
     // The first roles (the device puts consecutive roles on different SMs).
     for (std::size_t i = 0; i < roles.size(); ++i) CHECK(roles[i] == i);
+  }
+}
+
+TEST_CASE("placement: a node is claimed from kClaimFrom tiles per role") {
+  for (const std::uint32_t t : {kClaimFrom * 527 - 1, kClaimFrom * 527}) {
+    const std::vector<std::uint32_t> tiles{t};
+    const GraphPlan plan = plan_graph(graph_of(tiles, {}));
+    const Placement pl = place_graph(plan, tiles, 527);
+    check_placement(plan, tiles, pl, 527);
+    REQUIRE(pl.items.size() == 527);
+    for (const abi::PlacedItem& it : pl.items) CHECK(((it.flags & abi::kPlacedClaim) != 0) == (t >= kClaimFrom * 527));
   }
 }
 
