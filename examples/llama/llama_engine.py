@@ -21,8 +21,9 @@ norms' gains multiplied in and laid out in the order the operators read them: ti
 nothing while steps run.
 
 The operators are loaded in one generation whose dispatch loops inline their tiles (GPUOS_INLINE_OPERATORS,
-docs/configuration.md), and the LM head's tiles are claimed several at a time (GPUOS_CLAIM_SPREAD 4, below):
-importing this module sets both for runtimes created afterwards unless the environment already sets them
+docs/configuration.md), and the LM head's tiles, where they are claimed, are claimed several at a time
+(GPUOS_CLAIM_SPREAD 4, below): importing this module sets both for runtimes created afterwards unless the
+environment already sets them
 (GPUOS_INLINE_OPERATORS=0 compares with the operators called through their rows).
 """
 
@@ -40,10 +41,12 @@ import numpy as np
 
 os.environ.setdefault("GPUOS_INLINE_OPERATORS", "1")
 # A claim takes (tiles left) / (4 x grid) tiles instead of the runtime's 64 x grid (one tile a claim below
-# ~17k tiles): a block takes its share of the LM head's 8,016 tiles in ~12 claims instead of ~30, and
-# streams them in one call (llama_logits is a stream operator, ops/llama.cuh). The other nodes are placed,
-# not claimed (fewer than 4 tiles a block). On an H200, with the stream, the 1B step takes 1.035 ms with
-# 4, 1.037 with 8 and 16, 1.040 with 3 and 1.070 with 2 (fewer, larger claims leave the blocks' ends
+# ~17k tiles). It matters where the LM head's 8,016 tiles are claimed: placed, the runtime claims a node
+# only from 32 tiles a block, so on the 264 blocks of an H100 or H200 they are fixed shares (~30 a block,
+# one run each: the 1B step 1.007 ms against 1.014-1.018 claimed, H200); on smaller grids, and in
+# launches that run unplaced, a block takes its share in ~12 claims instead of ~30 and streams them in one
+# call (llama_logits is a stream operator, ops/llama.cuh). Claimed, on an H200, the 1B step took 1.035 ms
+# with 4, 1.037 with 8 and 16, 1.040 with 3 and 1.070 with 2 (fewer, larger claims leave the blocks' ends
 # uneven); before the stream, with one call a claim, 4 took 1.117 ms against 1.142 with 64.
 os.environ.setdefault("GPUOS_CLAIM_SPREAD", "4")
 import gpuos

@@ -211,8 +211,8 @@ struct NoReady {
 /// With `runs` (a stream function's: a claimed node), the tiles go on past `last` with the runs it hands
 /// out, in the same stream: at the start of a run's last tile the next run is asked for (its claim was
 /// issued a run before), so that the lanes ask for its first rounds during that tile's last ones as they
-/// do for a next tile of the same run. An LM head block of the 1B shape takes ~12 claims a step; as one
-/// call each, every claim drained the rounds in flight. Taken only where each tile has more than kDepth
+/// do for a next tile of the same run. A claimed LM head block of the 1B shape takes ~12 claims a step;
+/// as one call each, every claim drained the rounds in flight. Taken only where each tile has more than kDepth
 /// rounds in every warp (K >= (kDepth + 1) x the block's k a round), so that no lane asks for a run's
 /// last round before the next run is known; else the runs are left to later calls.
 ///

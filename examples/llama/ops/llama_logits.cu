@@ -48,8 +48,9 @@ __device__ void llama_logits_tiles(const LlamaLogitsArgs& a, const gpuos::TileCt
   using namespace llama;
   const unsigned H = a.dims->hidden, V = a.dims->vocab;
   const Input in{a.x, a.ss, a.gain, H, a.R, a.dims->eps, H / kResidRows};
-  // Two rounds in flight a lane (llama::project): the head streams 525 MB for the 1B shape. Its tiles are
-  // claimed (a block's share in ~12 claims a step): the stream goes on from one claim to the next.
+  // Two rounds in flight a lane (llama::project): the head streams 525 MB for the 1B shape. Where its tiles
+  // are claimed (a block's share in ~12 claims a step) the stream goes on from one claim to the next; in
+  // fixed shares (264 blocks) a block's share is one run.
   project<16, 2>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem), [&](unsigned j, const float* out) {
     if (threadIdx.x >= 128u) return;
     const unsigned i = threadIdx.x & 15u, r = threadIdx.x >> 4, index = j * 16u + i;
