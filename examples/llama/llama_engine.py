@@ -23,8 +23,8 @@ nothing while steps run.
 The operators are loaded in one generation whose dispatch loops inline their tiles (GPUOS_INLINE_OPERATORS,
 docs/configuration.md), and the LM head's tiles, where they are claimed, are claimed several at a time
 (GPUOS_CLAIM_SPREAD 4, below): importing this module sets both for runtimes created afterwards unless the
-environment already sets them
-(GPUOS_INLINE_OPERATORS=0 compares with the operators called through their rows).
+environment already sets them (GPUOS_INLINE_OPERATORS=0 compares with the operators called through their
+rows).
 """
 
 from __future__ import annotations
