@@ -212,9 +212,9 @@ struct NoReady {
 /// out, in the same stream: at the start of a run's last tile the next run is asked for (its claim was
 /// issued a run before), so that the lanes ask for its first rounds during that tile's last ones as they
 /// do for a next tile of the same run. A claimed LM head block of the 1B shape takes ~12 claims a step;
-/// as one call each, every claim drained the rounds in flight. Taken only where each tile has more than kDepth
-/// rounds in every warp (K >= (kDepth + 1) x the block's k a round), so that no lane asks for a run's
-/// last round before the next run is known; else the runs are left to later calls.
+/// as one call each, every claim drained the rounds in flight. Taken only where each tile has more than
+/// kDepth rounds in every warp (K >= (kDepth + 1) x the block's k a round), so that no lane asks for a
+/// run's last round before the next run is known; else the runs are left to later calls.
 ///
 /// `out` holds the sums scaled by the rows' RMSNorm scales. Returns without calling `epilogue` when the
 /// task must not run (a task before it failed). Uses 4 KiB of `smem` for the reduction over warps, 512 B
