@@ -38,7 +38,7 @@ __device__ void llama_resid_tiles(const LlamaResidArgs& a, const gpuos::TileCtx&
   }
   // Two rounds in flight a lane, both asked for before the await (llama::project).
   project<kResidRows, 2, 2>(c.tile + 1u - count, count, a.w, in, static_cast<float*>(c.smem),
-                      [&](unsigned j, const float* out) {
+                            [&](unsigned j, const float* out) {
     if (threadIdx.x >= kResidRows * kMaxRows) return;  // 8 x 8 threads, r-major: a row's 8 values in 8 lanes
     const unsigned i = threadIdx.x % kResidRows, r = threadIdx.x / kResidRows;
     float sq = 0.0f;
