@@ -1,0 +1,310 @@
+// The 1B Llama step's 64 projections (16 layers of qkv 3072x2048, o 2048x2048, gate/up 16384x2048, down
+// 2048x8192; bf16, batch 1, no norm, no attention) as one persistent kernel outside gpuos, one block an SM,
+// each node's rows cut in 132 contiguous runs, a completion counter per node. The weights stream into a
+// ring of `stages` x 16 KiB of shared memory, filled by one producer thread with bulk copies
+// (cp.async.bulk, mbarrier) and read by 8 consumer warps. The question: how close to the bandwidth bound
+// the projections come when the weight stream may run ahead of the dependencies, against a stream that
+// may ask for only `ahead` stages of a node before its input is complete (as gpuos's operators ask for
+// their first one or two rounds before their await).
+//
+//   ring_chain [reps]   prints, for each (stages, ahead), the chain's time, us a layer and the fraction
+//                       of the copy-bandwidth bound; checks the output of every mode against mode 0's.
+//
+// Each node's input is the node before's output, cut or zero-padded to its K (the chain's values are not
+// a model's). Built with: nvcc -O3 -arch=sm_90a -std=c++17 -o ring_chain ring_chain.cu
+#include <cuda_bf16.h>
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define CK(x)                                                                                   \
+  do {                                                                                          \
+    cudaError_t e_ = (x);                                                                       \
+    if (e_ != cudaSuccess) {                                                                    \
+      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                         \
+      exit(1);                                                                                  \
+    }                                                                                           \
+  } while (0)
+
+constexpr int kConsumers = 256;               // 8 warps
+constexpr int kThreads = kConsumers + 32;     // + the producer's warp
+constexpr int kStageBytes = 16384;            // 8,192 weights
+constexpr int kStageElems = kStageBytes / 2;
+constexpr int kMaxStages = 12;
+constexpr int kMaxK = 8192;
+constexpr int kMaxRowsPerBlock = 128;         // gate/up: 16,384 rows over 132 blocks
+constexpr int kMaxParts = kMaxK / 1024;       // a row's sums: one a warp's 1,024 weights
+constexpr int kLayers = 16, kNodes = 4 * kLayers;
+
+struct Node {
+  const __nv_bfloat16* w;  // [N][K] row-major
+  const __nv_bfloat16* x;  // [K] input (the node before's output buffer)
+  __nv_bfloat16* y;        // [N]
+  int N, K;
+};
+__constant__ Node nodes[kNodes];
+
+__device__ __forceinline__ unsigned saddr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void mbar_init(uint64_t* b, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(saddr(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* b, unsigned bytes) {
+  asm volatile("{ .reg .b64 s; mbarrier.arrive.expect_tx.shared::cta.b64 s, [%0], %1; }" ::"r"(saddr(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* b) {
+  asm volatile("{ .reg .b64 s; mbarrier.arrive.shared::cta.b64 s, [%0]; }" ::"r"(saddr(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* b, unsigned parity) {
+  asm volatile(
+      "{ .reg .pred p;\n"
+      "W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra W; }" ::"r"(saddr(b)),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(saddr(dst)),
+               "l"(src), "r"(bytes), "r"(saddr(bar))
+               : "memory");
+}
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory"); }
+
+/// Block b's rows of a node of N rows: [N b / G, N (b + 1) / G).
+__device__ __forceinline__ void rows_of(int N, int b, int G, int& r0, int& r1) {
+  r0 = static_cast<int>(static_cast<long long>(N) * b / G);
+  r1 = static_cast<int>(static_cast<long long>(N) * (b + 1) / G);
+}
+
+/// `run`: the launch's number from 1 (the counters grow by gridDim.x a node a run, never reset).
+__global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages, int ahead, unsigned run,
+                                                     unsigned long long* stamps) {
+  extern __shared__ __align__(128) unsigned char ring[];  // stages x 16 KiB
+  __shared__ __align__(8) uint64_t full[kMaxStages], empty[kMaxStages];
+  __shared__ __align__(16) __nv_bfloat16 xs[kMaxK];
+  __shared__ float out[kMaxRowsPerBlock * kMaxParts];  // [row][part]: added in part order (the same bits in every mode)
+  const int tid = threadIdx.x, b = blockIdx.x, G = gridDim.x;
+  const unsigned target = run * static_cast<unsigned>(G);
+  if (tid == 0) {
+    for (int s = 0; s < stages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], kConsumers / 32);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (tid == kConsumers) {
+    // The producer: every stage of every node's rows of this block, in order, as fast as the ring frees.
+    int slot = 0;
+    unsigned phase = 0;
+    for (int n = 0; n < kNodes; ++n) {
+      const Node nd = nodes[n];
+      int r0, r1;
+      rows_of(nd.N, b, G, r0, r1);
+      const long long first = static_cast<long long>(r0) * nd.K, last = static_cast<long long>(r1) * nd.K;
+      int issued = 0;
+      for (long long e = first; e < last; e += kStageElems, ++issued) {
+        if (n > 0 && issued >= ahead)
+          while (ld_acquire(&done[n - 1]) < target) {
+          }
+        mbar_wait(&empty[slot], phase ^ 1u);  // a fresh barrier's preceding phase counts as complete
+        const unsigned bytes = static_cast<unsigned>((last - e < kStageElems ? last - e : kStageElems) * 2);
+        mbar_expect_tx(&full[slot], bytes);
+        bulk_copy(ring + slot * kStageBytes, nd.w + e, bytes, &full[slot]);
+        if (++slot == stages) {
+          slot = 0;
+          phase ^= 1u;
+        }
+      }
+    }
+    return;
+  }
+  if (tid >= kConsumers) return;
+  // The consumers: each stage's 8,192 weights as 256 runs of 32, a warp's 1,024 consecutive weights part
+  // k / 1,024 of one row (K is a multiple of 1,024 and a block's rows start a stage); each warp's sum into
+  // its row's part in shared memory.
+  const int lane = tid & 31;
+  int slot = 0;
+  unsigned phase = 0;
+  for (int n = 0; n < kNodes; ++n) {
+    const Node nd = nodes[n];
+    int r0, r1;
+    rows_of(nd.N, b, G, r0, r1);
+    // The input: complete once the node before's counter reached this run's target.
+    if (n > 0) {
+      if (tid == 0)
+        while (ld_acquire(&done[n - 1]) < target) {
+        }
+      consumers_sync();
+    }
+    for (int k = tid * 8; k < nd.K; k += kConsumers * 8)
+      *reinterpret_cast<uint4*>(&xs[k]) = __ldcg(reinterpret_cast<const uint4*>(nd.x + k));
+    consumers_sync();
+    const long long first = static_cast<long long>(r0) * nd.K, last = static_cast<long long>(r1) * nd.K;
+    for (long long e0 = first; e0 < last; e0 += kStageElems) {
+      mbar_wait(&full[slot], phase);
+      const long long e = e0 + tid * 32;
+      float s = 0.f;
+      int row = -1, part = 0;
+      if (e < last) {
+        row = static_cast<int>(e / nd.K);
+        const int k = static_cast<int>(e % nd.K);
+        part = k >> 10;
+        const uint4* w = reinterpret_cast<const uint4*>(ring + slot * kStageBytes) + tid * 4;
+        const uint4* x = reinterpret_cast<const uint4*>(&xs[k]);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint4 wv = w[i], xv = x[i];
+          const __nv_bfloat162* a = reinterpret_cast<const __nv_bfloat162*>(&wv);
+          const __nv_bfloat162* c = reinterpret_cast<const __nv_bfloat162*>(&xv);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const float2 fa = __bfloat1622float2(a[j]), fc = __bfloat1622float2(c[j]);
+            s = fmaf(fa.x, fc.x, s);
+            s = fmaf(fa.y, fc.y, s);
+          }
+        }
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);  // this warp is done with the slot
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (lane == 0 && row >= 0) out[(row - r0) * kMaxParts + part] = s;
+      if (++slot == stages) {
+        slot = 0;
+        phase ^= 1u;
+      }
+    }
+    consumers_sync();  // every sum in `out`
+    for (int r = tid; r < r1 - r0; r += kConsumers) {
+      float y = 0.f;
+      for (int p = 0; p < nd.K / 1024; ++p) y += out[r * kMaxParts + p];
+      nd.y[r0 + r] = __float2bfloat16(y);
+    }
+    consumers_sync();  // the block's outputs written, `out` free
+    if (tid == 0) {
+      __threadfence();
+      atomicAdd(&done[n], 1u);
+      if (b == 0 && stamps) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        stamps[n] = t;
+      }
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? atoi(argv[1]) : 5;
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  const int G = prop.multiProcessorCount;
+  const int shapes[4][2] = {{3072, 2048}, {2048, 2048}, {16384, 2048}, {2048, 8192}};
+  size_t wbytes = 0;
+  for (int l = 0; l < kLayers; ++l)
+    for (auto& s : shapes) wbytes += static_cast<size_t>(s[0]) * s[1] * 2;
+  __nv_bfloat16 *w, *act;
+  CK(cudaMalloc(&w, wbytes));
+  CK(cudaMalloc(&act, (kNodes + 1) * 16384 * 2));
+  {
+    std::vector<uint16_t> h(1 << 24);
+    uint32_t st = 12345;
+    for (auto& v : h) {
+      st = st * 1664525u + 1013904223u;
+      // +-[2^-6, 2^-5): a row of 2,048 keeps its input's scale, one of 8,192 doubles it
+      v = static_cast<uint16_t>(0x3c80 | ((st >> 16) & 0x7f) | ((st >> 31) << 15));
+    }
+    for (size_t off = 0; off < wbytes; off += h.size() * 2)
+      CK(cudaMemcpy(reinterpret_cast<char*>(w) + off, h.data(), std::min(h.size() * 2, wbytes - off), cudaMemcpyHostToDevice));
+    std::vector<uint16_t> x0(16384, 0x3f80);  // 1.0
+    CK(cudaMemset(act, 0, (kNodes + 1) * 16384 * 2));
+    CK(cudaMemcpy(act, x0.data(), x0.size() * 2, cudaMemcpyHostToDevice));
+  }
+  Node hn[kNodes];
+  size_t off = 0;
+  for (int n = 0; n < kNodes; ++n) {
+    const auto& s = shapes[n % 4];
+    hn[n] = Node{w + off, act + static_cast<size_t>(n) * 16384, act + static_cast<size_t>(n + 1) * 16384, s[0], s[1]};
+    off += static_cast<size_t>(s[0]) * s[1];
+  }
+  CK(cudaMemcpyToSymbol(nodes, hn, sizeof hn));
+  unsigned* done;
+  unsigned long long* stamps;
+  CK(cudaMalloc(&done, kNodes * sizeof(unsigned)));
+  CK(cudaMalloc(&stamps, kNodes * sizeof(unsigned long long)));
+  CK(cudaFuncSetAttribute(chain, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxStages * kStageBytes));
+
+  // The bound: the weights over the device-to-device copy bandwidth (bytes read + written per second).
+  float copy_ms = 0.f;
+  {
+    void *a, *c;
+    const size_t n = 1ull << 30;
+    CK(cudaMalloc(&a, n));
+    CK(cudaMalloc(&c, n));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaMemcpy(c, a, n, cudaMemcpyDeviceToDevice));
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < 5; ++i) CK(cudaMemcpy(c, a, n, cudaMemcpyDeviceToDevice));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&copy_ms, e0, e1));
+    const double bw = 2.0 * n * 5 / (copy_ms * 1e-3);
+    printf("device %s, %d SMs; weights %.3f GB; copy %.0f GB/s; bound %.1f us (%.2f us a layer)\n", prop.name, G,
+           wbytes / 1e9, bw / 1e9, wbytes / bw * 1e6, wbytes / bw * 1e6 / kLayers);
+    copy_ms = static_cast<float>(wbytes / bw * 1e3);  // the bound, ms
+    CK(cudaFree(a));
+    CK(cudaFree(c));
+  }
+
+  const int modes[][2] = {{2, 1}, {2, 2}, {4, 1}, {4, 2}, {4, 99}, {8, 2}, {8, 99}, {12, 2}, {12, 99}};
+  std::vector<uint16_t> ref, outv(16384);
+  unsigned run = 0;
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (const auto& m : modes) {
+    const int stages = m[0], ahead = m[1];
+    CK(cudaMemset(done, 0, kNodes * sizeof(unsigned)));
+    run = 0;
+    std::vector<float> ms;
+    for (int r = 0; r < reps + 1; ++r) {
+      ++run;
+      CK(cudaEventRecord(e0));
+      chain<<<G, kThreads, stages * kStageBytes>>>(done, stages, ahead, run, r == reps ? stamps : nullptr);
+      CK(cudaEventRecord(e1));
+      CK(cudaEventSynchronize(e1));
+      CK(cudaGetLastError());
+      float t;
+      CK(cudaEventElapsedTime(&t, e0, e1));
+      if (r > 0) ms.push_back(t);  // the first run warms up
+    }
+    std::sort(ms.begin(), ms.end());
+    const float med = ms[ms.size() / 2];
+    CK(cudaMemcpy(outv.data(), act + static_cast<size_t>(kNodes) * 16384, 2048 * 2, cudaMemcpyDeviceToHost));
+    outv.resize(2048);
+    bool same = true;
+    if (ref.empty())
+      ref = outv;
+    else
+      same = ref == outv;
+    std::vector<unsigned long long> st(kNodes);
+    CK(cudaMemcpy(st.data(), stamps, sizeof(unsigned long long) * kNodes, cudaMemcpyDeviceToHost));
+    double node_us[4] = {0, 0, 0, 0};
+    for (int n = 1; n < kNodes; ++n) node_us[n % 4] += (st[n] - st[n - 1]) * 1e-3;  // block 0's node ends
+    printf("stages %2d (%3d KiB), ahead %2d: %.1f us (min %.1f), %.2f us a layer, %.1f%% of the bound; per layer "
+           "(block 0's ends, last run) qkv %.1f o %.1f gate/up %.1f down %.1f; output %s\n",
+           stages, stages * 16, ahead, med * 1e3, ms.front() * 1e3, med * 1e3 / kLayers, 100.0 * copy_ms / med,
+           node_us[0] / (kLayers - 1), node_us[1] / kLayers, node_us[2] / kLayers, node_us[3] / kLayers,
+           same ? "as the first mode's" : "DIFFERS");
+    outv.resize(16384);
+  }
+  return 0;
+}
