@@ -83,7 +83,14 @@ __device__ __forceinline__ void rows_of(int N, int b, int G, int& r0, int& r1) {
   r1 = static_cast<int>(static_cast<long long>(N) * (b + 1) / G);
 }
 
-/// `run`: the launch's number from 1 (the counters grow by gridDim.x a node a run, never reset).
+__device__ __forceinline__ unsigned long long now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// `run`: the launch's number from 1 (the counters grow by gridDim.x a node a run, never reset). With
+/// `stamps` ([node][block][2]): when each block had its node's input and when it counted the node.
 __global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages, int ahead, unsigned run,
                                                      unsigned long long* stamps) {
   extern __shared__ __align__(128) unsigned char ring[];  // stages x 16 KiB
@@ -144,6 +151,7 @@ __global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages,
         }
       consumers_sync();
     }
+    if (tid == 0 && stamps) stamps[(static_cast<size_t>(n) * G + b) * 2] = now();
     for (int k = tid * 8; k < nd.K; k += kConsumers * 8)
       *reinterpret_cast<uint4*>(&xs[k]) = __ldcg(reinterpret_cast<const uint4*>(nd.x + k));
     consumers_sync();
@@ -191,11 +199,7 @@ __global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages,
     if (tid == 0) {
       __threadfence();
       atomicAdd(&done[n], 1u);
-      if (b == 0 && stamps) {
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        stamps[n] = t;
-      }
+      if (stamps) stamps[(static_cast<size_t>(n) * G + b) * 2 + 1] = now();
     }
   }
 }
@@ -237,7 +241,7 @@ int main(int argc, char** argv) {
   unsigned* done;
   unsigned long long* stamps;
   CK(cudaMalloc(&done, kNodes * sizeof(unsigned)));
-  CK(cudaMalloc(&stamps, kNodes * sizeof(unsigned long long)));
+  CK(cudaMalloc(&stamps, static_cast<size_t>(kNodes) * G * 2 * sizeof(unsigned long long)));
   CK(cudaFuncSetAttribute(chain, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxStages * kStageBytes));
 
   // The bound: the weights over the device-to-device copy bandwidth (bytes read + written per second).
@@ -295,15 +299,41 @@ int main(int argc, char** argv) {
       ref = outv;
     else
       same = ref == outv;
-    std::vector<unsigned long long> st(kNodes);
-    CK(cudaMemcpy(st.data(), stamps, sizeof(unsigned long long) * kNodes, cudaMemcpyDeviceToHost));
-    double node_us[4] = {0, 0, 0, 0};
-    for (int n = 1; n < kNodes; ++n) node_us[n % 4] += (st[n] - st[n - 1]) * 1e-3;  // block 0's node ends
-    printf("stages %2d (%3d KiB), ahead %2d: %.1f us (min %.1f), %.2f us a layer, %.1f%% of the bound; per layer "
-           "(block 0's ends, last run) qkv %.1f o %.1f gate/up %.1f down %.1f; output %s\n",
+    // Per node kind, medians over the layers: the node's span (its last count after the node before's
+    // last) and a block's time from its input to its count (the median block's, and the slowest's).
+    std::vector<unsigned long long> st(static_cast<size_t>(kNodes) * G * 2);
+    CK(cudaMemcpy(st.data(), stamps, st.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    auto at = [&](int n, int blk, int k) { return st[(static_cast<size_t>(n) * G + blk) * 2 + k]; };
+    auto last_end = [&](int n) {
+      unsigned long long t = 0;
+      for (int blk = 0; blk < G; ++blk) t = std::max(t, at(n, blk, 1));
+      return t;
+    };
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[v.size() / 2];
+    };
+    const char* kind[4] = {"qkv", "o", "gate/up", "down"};
+    char line[512];
+    int len = 0;
+    for (int k = 0; k < 4; ++k) {
+      std::vector<double> span, inner, slowest;
+      for (int n = k; n < kNodes; n += 4) {
+        if (n == 0) continue;
+        span.push_back((last_end(n) - last_end(n - 1)) * 1e-3);
+        std::vector<double> d;
+        for (int blk = 0; blk < G; ++blk) d.push_back((at(n, blk, 1) - at(n, blk, 0)) * 1e-3);
+        std::sort(d.begin(), d.end());
+        inner.push_back(d[d.size() / 2]);
+        slowest.push_back(d.back());
+      }
+      len += snprintf(line + len, sizeof line - len, " %s %.1f (input to count %.1f, slowest %.1f)", kind[k], median(span),
+                      median(inner), median(slowest));
+    }
+    printf("stages %2d (%3d KiB), ahead %2d: %.1f us (min %.1f), %.2f us a layer, %.1f%% of the bound; output %s\n"
+           "  us a node (medians over the layers):%s\n",
            stages, stages * 16, ahead, med * 1e3, ms.front() * 1e3, med * 1e3 / kLayers, 100.0 * copy_ms / med,
-           node_us[0] / (kLayers - 1), node_us[1] / kLayers, node_us[2] / kLayers, node_us[3] / kLayers,
-           same ? "as the first mode's" : "DIFFERS");
+           same ? "as the first mode's" : "DIFFERS", line);
     outv.resize(16384);
   }
   return 0;
