@@ -77,10 +77,20 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
 }
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory"); }
 
-/// Block b's rows of a node of N rows: [N b / G, N (b + 1) / G).
-__device__ __forceinline__ void rows_of(int N, int b, int G, int& r0, int& r1) {
-  r0 = static_cast<int>(static_cast<long long>(N) * b / G);
-  r1 = static_cast<int>(static_cast<long long>(N) * (b + 1) / G);
+/// Block b's share of node n: rows [N b / G, N (b + 1) / G), i.e. weights [first, last) of the node's.
+struct Share {
+  Node nd;
+  int r0, r1;
+  long long first, last;
+};
+__device__ __forceinline__ Share share_of(int n, int b, int G) {
+  Share s;
+  s.nd = nodes[n];
+  s.r0 = static_cast<int>(static_cast<long long>(s.nd.N) * b / G);
+  s.r1 = static_cast<int>(static_cast<long long>(s.nd.N) * (b + 1) / G);
+  s.first = static_cast<long long>(s.r0) * s.nd.K;
+  s.last = static_cast<long long>(s.r1) * s.nd.K;
+  return s;
 }
 
 __device__ __forceinline__ unsigned long long now() {
@@ -112,10 +122,8 @@ __global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages,
     int slot = 0;
     unsigned phase = 0;
     for (int n = 0; n < kNodes; ++n) {
-      const Node nd = nodes[n];
-      int r0, r1;
-      rows_of(nd.N, b, G, r0, r1);
-      const long long first = static_cast<long long>(r0) * nd.K, last = static_cast<long long>(r1) * nd.K;
+      const Share sh = share_of(n, b, G);
+      const long long first = sh.first, last = sh.last;
       int issued = 0;
       for (long long e = first; e < last; e += kStageElems, ++issued) {
         if (n > 0 && issued >= ahead)
@@ -124,7 +132,7 @@ __global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages,
         mbar_wait(&empty[slot], phase ^ 1u);  // a fresh barrier's preceding phase counts as complete
         const unsigned bytes = static_cast<unsigned>((last - e < kStageElems ? last - e : kStageElems) * 2);
         mbar_expect_tx(&full[slot], bytes);
-        bulk_copy(ring + slot * kStageBytes, nd.w + e, bytes, &full[slot]);
+        bulk_copy(ring + slot * kStageBytes, sh.nd.w + e, bytes, &full[slot]);
         if (++slot == stages) {
           slot = 0;
           phase ^= 1u;
@@ -141,9 +149,10 @@ __global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages,
   int slot = 0;
   unsigned phase = 0;
   for (int n = 0; n < kNodes; ++n) {
-    const Node nd = nodes[n];
-    int r0, r1;
-    rows_of(nd.N, b, G, r0, r1);
+    const Share sh = share_of(n, b, G);
+    const Node& nd = sh.nd;
+    const int r0 = sh.r0, r1 = sh.r1;
+    const long long first = sh.first, last = sh.last;
     // The input: complete once the node before's counter reached this run's target.
     if (n > 0) {
       if (tid == 0)
@@ -155,7 +164,6 @@ __global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages,
     for (int k = tid * 8; k < nd.K; k += kConsumers * 8)
       *reinterpret_cast<uint4*>(&xs[k]) = __ldcg(reinterpret_cast<const uint4*>(nd.x + k));
     consumers_sync();
-    const long long first = static_cast<long long>(r0) * nd.K, last = static_cast<long long>(r1) * nd.K;
     for (long long e0 = first; e0 < last; e0 += kStageElems) {
       mbar_wait(&full[slot], phase);
       const long long e = e0 + tid * 32;
