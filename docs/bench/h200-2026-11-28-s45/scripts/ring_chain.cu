@@ -125,10 +125,13 @@ __global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages,
       const Share sh = share_of(n, b, G);
       const long long first = sh.first, last = sh.last;
       int issued = 0;
+      bool ready = n == 0;  // the node's input complete (seen once: no round trip a stage after that)
       for (long long e = first; e < last; e += kStageElems, ++issued) {
-        if (n > 0 && issued >= ahead)
+        if (!ready && issued >= ahead) {
           while (ld_acquire(&done[n - 1]) < target) {
           }
+          ready = true;
+        }
         mbar_wait(&empty[slot], phase ^ 1u);  // a fresh barrier's preceding phase counts as complete
         const unsigned bytes = static_cast<unsigned>((last - e < kStageElems ? last - e : kStageElems) * 2);
         mbar_expect_tx(&full[slot], bytes);
