@@ -424,9 +424,8 @@ struct RoleShared {
   uint64_t claim_old;   // a claiming item's last claim, as the claim word was before it
   TileClaims claims;    // how a claiming item's adapter claims on
   // What run_role needs of an item after its tiles, written before them. Here, not in registers: kept
-  // there across the inlined tiles, the compiler spills them (the 1B Llama step 1.0993 ms against 1.1075
-  // in one call on an H200). An acquire fence leaves local memory as it was, so the gain is not a reload
-  // it made slower; docs/design.md, Running a role.
+  // there across the inlined tiles, the compiler spills them, and the step is slower (the 1B Llama step
+  // 1.0993 ms here against 1.1075 in registers, one call on an H200; docs/design.md, Running a role).
   /// Every thread's, written by thread 0 before the item's barrier, read after the tiles before the
   /// barrier after them (a single slot: thread 0 writes the next item's after that barrier).
   struct {

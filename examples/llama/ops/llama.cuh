@@ -202,11 +202,11 @@ struct NoReady {
 /// against 1.353, `llama_logits`), and gate/up with one (`llama_swiglu`: 1.302 ms against 1.316; on an
 /// H200, 1.024 against 1.065 with one round in flight). Asked ahead, gate/up's second round competes with
 /// the node before's last tiles (1.313-1.317); on an H200 too (1.0157-1.0165 against 1.0053-1.0084).
-/// The residual projections (`llama_resid`) stream faster with both asked ahead on an H200 (1.0020-1.0065
-/// ms against 1.0053-1.0091 in two calls; with the second asked after the await, 1.0099-1.0115), and qkv
-/// (`llama_qkv`, one tile a block) with one: 1.019 ms against 1.024, in two calls, and beside the
-/// residual projections' two, 1.0023-1.0065 against 1.0065-1.0084 (the second asked after the await) and
-/// 1.0106-1.0125 (before).
+/// On an H200 the residual projections (`llama_resid`) keep two rounds, both asked ahead: 1.0020-1.0065 ms
+/// against 1.0053-1.0091 with one, in two calls (1.0099-1.0115 with the second asked after the await);
+/// qkv (`llama_qkv`, one tile a block) keeps one: 1.0023-1.0065 against 1.0065-1.0084 with a second asked
+/// after the await and 1.0106-1.0125 with both ahead (and 1.019 against 1.024 before the residual
+/// projections had their second).
 ///
 /// `ready()`, if given, runs in every thread right after the await, where the operator may ask for what its
 /// epilogue reads of other tasks' writes, so that those loads' round trip overlaps the products.
