@@ -6,6 +6,9 @@
 // as gpuos's items are; with the ring and no limit on `ahead`, the weights streaming on across the nodes
 // (attention included, whose time the next projection's weights fill).
 //
+// A block counts a node it finished in one of four ways (release_mode), one of them without a release,
+// to measure what the release costs when the block has weights in flight.
+//
 //   step_chain [reps] [attn_us]   prints, for each mode, the step's time and the fraction of the
 //                                 copy-bandwidth bound, per node kind its span, a block's time from its
 //                                 input to its count, and when a block saw its input after the node
@@ -94,6 +97,24 @@ __device__ __forceinline__ Share share_of(int n, int b, int G) {
   s.first = static_cast<long long>(s.r0) * s.nd.K;
   s.last = static_cast<long long>(s.r1) * s.nd.K;
   return s;
+}
+
+/// How a block counts a node it finished (its outputs written before): 0 __threadfence() (fence.sc.gpu)
+/// and a relaxed add; 1 the add alone (no release: unsafe, a measure of what the fence costs); 2 one
+/// red.release.gpu; 3 fence.acq_rel.gpu and a relaxed add.
+__constant__ int release_mode;
+__device__ __forceinline__ void count(unsigned* p) {
+  if (release_mode == 0) {
+    __threadfence();
+    atomicAdd(p, 1u);
+  } else if (release_mode == 1) {
+    atomicAdd(p, 1u);
+  } else if (release_mode == 2) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p) : "memory");
+  } else {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    atomicAdd(p, 1u);
+  }
 }
 
 __device__ __forceinline__ unsigned long long now() {
@@ -218,8 +239,7 @@ __global__ void __launch_bounds__(kThreads, 1) chain(unsigned* done, int stages,
     }
     consumers_sync();  // the block's outputs written, `out` free
     if (tid == 0) {
-      __threadfence();
-      atomicAdd(&done[n], 1u);
+      count(&done[n]);
       if (stamps) stamps[(static_cast<size_t>(n) * G + b) * 2 + 1] = now();
     }
   }
@@ -309,8 +329,7 @@ __global__ void __launch_bounds__(kConsumers, 2) chain_reg(unsigned* done, unsig
     }
     __syncthreads();
     if (tid == 0) {
-      __threadfence();
-      atomicAdd(&done[n], 1u);
+      count(&done[n]);
       if (stamps) stamps[(static_cast<size_t>(n) * G + b) * 2 + 1] = now();
     }
   }
@@ -393,7 +412,8 @@ int main(int argc, char** argv) {
   }
 
   // {stages, ahead}: a ring in shared memory; {0, D}: registers, D rounds in flight, 2 blocks an SM
-  const int modes[][2] = {{4, 2}, {4, 99}, {8, 99}, {12, 99}, {0, 1}, {0, 2}};
+  // {stages, ahead, release_mode}
+  const int modes[][3] = {{4, 2, 0}, {4, 99, 0}, {4, 99, 1}, {4, 99, 2}, {4, 99, 3}, {8, 99, 1}, {0, 1, 0}, {0, 1, 1}, {0, 1, 3}, {0, 2, 1}};
   std::vector<uint16_t> ref, outv(16384);
   unsigned run = 0;
   cudaEvent_t e0, e1;
@@ -401,6 +421,7 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&e1));
   for (const auto& m : modes) {
     const int stages = m[0], ahead = m[1];
+    CK(cudaMemcpyToSymbol(release_mode, &m[2], sizeof(int)));
     const int Gb = stages > 0 ? G : Gr;  // blocks of this mode's launch
     CK(cudaMemset(done, 0, kNodes * sizeof(unsigned)));
     run = 0;
@@ -472,9 +493,9 @@ int main(int argc, char** argv) {
                       kind[k], median(span), median(inner), median(slowest), median(seen));
     }
     if (stages == 0)
-      printf("registers, %d rounds in flight, %d blocks:", ahead, Gr);
+      printf("registers, %d rounds in flight, %d blocks, release %d:", ahead, Gr, m[2]);
     else
-      printf("stages %2d (%3d KiB), ahead %2d:", stages, stages * 16, ahead);
+      printf("stages %2d (%3d KiB), ahead %2d, release %d:", stages, stages * 16, ahead, m[2]);
     printf(" %.1f us (min %.1f), %.1f%% of the bound; output %s\n"
            "  us a node (medians over the layers):%s\n",
            med * 1e3, ms.front() * 1e3, 100.0 * copy_ms / med,
