@@ -225,22 +225,22 @@ __device__ __forceinline__ bool role_wait(const RoleShared& rs, const PlacedItem
 }
 
 /// Threads 0-11: starts the copies of item i's node's payload and first waits into the role's buffers
-/// i % 2 (its header must be in rs.item[i % 3]).
+/// i % 2 (its header must be in rs.item_of(i)).
 __device__ __forceinline__ void role_fetch_node(RoleShared& rs, uint32_t i) {
   const unsigned tid = threadIdx.x;
-  const PlacedItem& it = rs.item[i % 3];
+  const PlacedItem& it = rs.item_of(i);
   if (tid >= 2 && tid < 8) {
     const char* src = reinterpret_cast<const char*>(rs.recs) + sizeof(TaskRecord) * it.node + offsetof(TaskRecord, payload);
-    copy_async16(reinterpret_cast<char*>(&rs.payload[i % 2]) + 16 * (tid - 2), src + 16 * (tid - 2));
+    copy_async16(reinterpret_cast<char*>(&rs.payload_of(i)) + 16 * (tid - 2), src + 16 * (tid - 2));
   } else if (tid >= 8 && tid < 8 + kRoleWaits && tid - 8 < it.wcount) {
-    copy_async8(&rs.wait[i % 2][tid - 8], reinterpret_cast<const PlacedWait*>(rs.pwaits) + it.wbegin + (tid - 8));
+    copy_async8(&rs.waits_of(i)[tid - 8], reinterpret_cast<const PlacedWait*>(rs.pwaits) + it.wbegin + (tid - 8));
   }
 }
-/// Threads 0-1: starts the copy of item i's header into rs.item[i % 3].
+/// Threads 0-1: starts the copy of item i's header into rs.item_of(i).
 __device__ __forceinline__ void role_fetch_item(RoleShared& rs, uint32_t i) {
   const unsigned tid = threadIdx.x;
   if (tid < 2)
-    copy_async16(reinterpret_cast<char*>(&rs.item[i % 3]) + 16 * tid,
+    copy_async16(reinterpret_cast<char*>(&rs.item_of(i)) + 16 * tid,
                  reinterpret_cast<const char*>(reinterpret_cast<const PlacedItem*>(rs.pitems) + i) + 16 * tid);
 }
 
@@ -258,7 +258,7 @@ extern "C" __device__ __noinline__ unsigned int gpuos_await_inputs() {
   if (threadIdx.x < 32) {
     const RoleShared& rs = worker_shared.role;
     const uint32_t i = a.slot;
-    const bool skip = role_wait(rs, rs.item[i % 3], rs.wait[i % 2], a.bad_local != 0);
+    const bool skip = role_wait(rs, rs.item_of(i), rs.waits_of(i), a.bad_local != 0);
     if (threadIdx.x == 0) a.ok = skip ? 0u : 1u;
   }
   __syncthreads();
@@ -381,14 +381,14 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
   if (tid == kRoleTail) rs.tail.unreleased = GPUOS_OP_NO_WRITES;
   bool bad_local = false;  // every thread's alike
   for (uint32_t i = begin; i < end; ++i) {
-    const PlacedItem it = rs.item[i % 3];
+    const PlacedItem it = rs.item_of(i);
     // The next items' words, while this one waits and runs.
     if (i + 2 < end) role_fetch_item(rs, i + 2);
     if (i + 1 < end) role_fetch_node(rs, i + 1);
     const bool claiming = it.flags & kPlacedClaim;
     const bool waits = !(it.flags & kPlacedNoWait) || bad_local;
     PlacedNode& pn = pnodes[it.node];
-    const Payload& pl = rs.payload[i % 2];
+    const Payload& pl = rs.payload_of(i);
     // A claiming item's first claim, made before the wait: claims do not depend on the predecessors.
     if (claiming && tid == 32) {
       const uint32_t batch = claim_batch(slot_tiles(pl.tiles) / claim_spread_of(sh), max_batch_of(sh));
@@ -416,7 +416,7 @@ __device__ __noinline__ void run_role(const LaunchParams& p, GraphExec& x) {
       rs.tail.publish_add = !claiming && it.count == n ? placed_weight(n) : 1u;
     }
     if (waits && !early && tid < 32) {
-      const bool sk = role_wait(rs, it, rs.wait[i % 2], bad_local);
+      const bool sk = role_wait(rs, it, rs.waits_of(i), bad_local);
       if (tid == 0) rs.skip = sk;
     }
     if (tid == 0) {

@@ -415,6 +415,12 @@ struct RoleShared {
   PlacedItem item[3];
   Payload payload[2];
   PlacedWait wait[2][kRoleWaits];
+  /// Item i's slots: its header, its node's payload, its first waits.
+  __device__ __forceinline__ PlacedItem& item_of(uint32_t i) { return item[i % 3]; }
+  __device__ __forceinline__ const PlacedItem& item_of(uint32_t i) const { return item[i % 3]; }
+  __device__ __forceinline__ Payload& payload_of(uint32_t i) { return payload[i % 2]; }
+  __device__ __forceinline__ PlacedWait* waits_of(uint32_t i) { return wait[i % 2]; }
+  __device__ __forceinline__ const PlacedWait* waits_of(uint32_t i) const { return wait[i % 2]; }
   uint64_t recs, pitems, pwaits, pnodes, ticket;
   uint32_t k;          // the launch's number (GraphRun::placed)
   uint32_t nsinks;
@@ -499,7 +505,7 @@ static_assert(kPrefetchFrom % 16 == 0 && kPrefetchCopies < GPUOS_BLOCK_THREADS);
 /// 1B Llama step on an H200: 1.0205 ms against 1.0243 with the pointers in one call, 1.0229 against
 /// 1.0246 in another).
 struct AwaitState {
-  uint32_t slot;  ///< the item's index in run_role: its header rs.item[slot % 3], first waits rs.wait[slot % 2]
+  uint32_t slot;  ///< the item's index in run_role (RoleShared::item_of, waits_of)
   uint32_t pending;
   uint32_t ok;
   uint32_t bad_local;
